@@ -1,0 +1,1 @@
+"""fawn: a self-hosted agent runtime."""
