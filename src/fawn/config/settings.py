@@ -1,0 +1,168 @@
+"""Typed settings: the whole of ``config.yaml`` as pydantic models.
+
+Everything here is plain data. Loading (file discovery, ``$VAR`` expansion) lives in
+:mod:`fawn.config.loader`; nothing is read at import time and nothing is global.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class ServerSettings(_Section):
+    host: str = "127.0.0.1"
+    port: int = Field(default=2026, ge=0, le=65535)
+    cors_origins: list[str] = Field(default_factory=list)
+
+
+class DatabaseSettings(_Section):
+    """``url`` unset means SQLite files in the data directory.
+
+    A PostgreSQL URL (``postgresql://user@host:5432/db``) moves the thread/run records and the
+    LangGraph checkpoints to that server.
+    """
+
+    url: str | None = None
+    pool_size: int = Field(default=10, ge=1)
+
+    @field_validator("url")
+    @classmethod
+    def _known_scheme(cls, value: str | None) -> str | None:
+        if value is None:
+            return None
+        scheme = value.split("://", 1)[0].split("+", 1)[0]
+        if scheme not in ("sqlite", "postgresql", "postgres"):
+            raise ValueError(f"database.url must be sqlite:// or postgresql://, got {scheme}://")
+        return value
+
+
+class StreamSettings(_Section):
+    backend: Literal["memory", "redis"] = "memory"
+    redis_url: str = "redis://127.0.0.1:6379/0"
+    redis_prefix: str = "fawn"
+    retention_events: int = Field(default=10_000, ge=1)
+    heartbeat_seconds: float = Field(default=15.0, gt=0)
+    cleanup_delay_seconds: float = Field(default=300.0, ge=0)
+
+
+class SandboxSettings(_Section):
+    allow_host_bash: bool = False
+    allow_network: bool = False
+    timeout_seconds: float = Field(default=120.0, gt=0)
+    max_output_chars: int = Field(default=20_000, ge=200)
+    skills_dir: Path | None = None
+    bwrap_path: str = "bwrap"
+
+
+class ModelSettings(BaseModel):
+    """One entry of ``models:``, compatible with DeerFlow's config.
+
+    Keys not declared here are passed through to the model class's constructor.
+    """
+
+    model_config = ConfigDict(extra="allow", frozen=True)
+
+    name: str
+    display_name: str | None = None
+    use: str = Field(description="import path 'module:Class', e.g. langchain_openai:ChatOpenAI")
+    model: str
+    api_key: str | None = None
+    base_url: str | None = None
+    api_base: str | None = None
+    supports_thinking: bool = False
+    supports_vision: bool = False
+    supports_reasoning_effort: bool = False
+    when_thinking_enabled: dict[str, Any] | None = None
+    description: str | None = None
+
+    @field_validator("use")
+    @classmethod
+    def _module_colon_class(cls, value: str) -> str:
+        module, sep, attr = value.partition(":")
+        if not sep or not module or not attr:
+            raise ValueError(f"'use' must look like 'module:Class', got {value!r}")
+        return value
+
+    def extra_kwargs(self) -> dict[str, Any]:
+        """The pass-through keys (those not declared on this model)."""
+        return dict(self.model_extra or {})
+
+
+class TitleSettings(_Section):
+    enabled: bool = True
+    max_words: int = Field(default=8, ge=1)
+    max_chars: int = Field(default=80, ge=8)
+    model_name: str | None = None
+    prompt_template: str = (
+        "Generate a concise title (at most {max_words} words) for this conversation. "
+        "Answer with the title only.\nUser: {user_msg}\nAssistant: {assistant_msg}"
+    )
+
+
+class SummarizationSettings(_Section):
+    enabled: bool = False
+    model_name: str | None = None
+    trigger_tokens: int = Field(default=60_000, ge=1000)
+    keep_messages: int = Field(default=20, ge=1)
+
+
+class AgentSettings(_Section):
+    model_retries: int = Field(default=2, ge=0)
+    loop_warn_after: int = Field(default=3, ge=2)
+    loop_stop_after: int = Field(default=5, ge=2)
+    recursion_limit: int = Field(default=100, ge=5)
+
+    @model_validator(mode="after")
+    def _stop_after_warn(self) -> AgentSettings:
+        if self.loop_stop_after <= self.loop_warn_after:
+            raise ValueError("agent.loop_stop_after must be greater than agent.loop_warn_after")
+        return self
+
+
+class UploadSettings(_Section):
+    max_files: int = Field(default=20, ge=1)
+    max_file_bytes: int = Field(default=50 * 1024 * 1024, ge=1)
+
+
+class RunSettings(_Section):
+    lease_seconds: float = Field(default=30.0, gt=0)
+    sweep_seconds: float = Field(default=10.0, gt=0)
+
+
+class AppConfig(_Section):
+    """The whole configuration. Unknown top-level sections are an error."""
+
+    data_dir: Path = Path(".fawn")
+    server: ServerSettings = ServerSettings()
+    database: DatabaseSettings = DatabaseSettings()
+    streams: StreamSettings = StreamSettings()
+    sandbox: SandboxSettings = SandboxSettings()
+    models: list[ModelSettings] = Field(default_factory=list)
+    title: TitleSettings = TitleSettings()
+    summarization: SummarizationSettings = SummarizationSettings()
+    agent: AgentSettings = AgentSettings()
+    uploads: UploadSettings = UploadSettings()
+    runs: RunSettings = RunSettings()
+
+    @model_validator(mode="after")
+    def _unique_model_names(self) -> AppConfig:
+        seen: set[str] = set()
+        for model in self.models:
+            if model.name in seen:
+                raise ValueError(f"models: the name {model.name!r} is used twice")
+            seen.add(model.name)
+        return self
+
+    def model_by_name(self, name: str) -> ModelSettings | None:
+        return next((m for m in self.models if m.name == name), None)
+
+    @property
+    def default_model(self) -> ModelSettings | None:
+        return self.models[0] if self.models else None
