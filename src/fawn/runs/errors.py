@@ -1,0 +1,33 @@
+"""Service errors, the one tree the gateway maps to HTTP status codes."""
+
+from __future__ import annotations
+
+
+class ServiceError(Exception):
+    code = "service_error"
+    retryable = False
+
+
+class NotFound(ServiceError):
+    code = "not_found"
+
+
+class Conflict(ServiceError):
+    code = "conflict"
+    retryable = True
+
+
+class InvalidInput(ServiceError):
+    """A request that is well-formed JSON but asks for something we cannot do (422)."""
+
+    code = "invalid_input"
+
+    def __init__(self, message: str, *, field: str | None = None) -> None:
+        super().__init__(message)
+        self.field = field
+
+
+class BadRequest(ServiceError):
+    """A request naming something that does not exist in the server's configuration (400)."""
+
+    code = "bad_request"

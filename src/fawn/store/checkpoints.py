@@ -1,0 +1,87 @@
+"""LangGraph checkpointers: the async SQLite saver by default, the PostgreSQL saver at scale."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import aiosqlite
+from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
+from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
+from psycopg.rows import dict_row
+from psycopg_pool import AsyncConnectionPool
+
+from fawn.config.settings import DatabaseSettings
+from fawn.store.database import libpq_url, normalise_url
+
+Saver = BaseCheckpointSaver[Any]
+
+
+@asynccontextmanager
+async def open_checkpointer(settings: DatabaseSettings, data_dir: Path) -> AsyncIterator[Saver]:
+    """Open (and set up) the checkpointer matching the database settings.
+
+    SQLite checkpoints live in their own file (``checkpoints.db``) beside ``fawn.db``: both
+    files are single-writer, and splitting them keeps checkpoint writes from queueing behind
+    run bookkeeping.
+    """
+    if settings.url is None or settings.url.startswith("sqlite"):
+        path = data_dir / "checkpoints.db"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        conn = await aiosqlite.connect(path)
+        try:
+            await conn.execute("PRAGMA journal_mode=WAL")
+            await conn.execute("PRAGMA synchronous=NORMAL")
+            await conn.execute("PRAGMA busy_timeout=30000")
+            saver = AsyncSqliteSaver(conn)
+            await saver.setup()
+            yield saver
+        finally:
+            await conn.close()
+        return
+    pool: AsyncConnectionPool[Any] = AsyncConnectionPool(
+        libpq_url(normalise_url(settings.url)),
+        min_size=1,
+        max_size=settings.pool_size,
+        kwargs={"autocommit": True, "prepare_threshold": 0, "row_factory": dict_row},
+        open=False,
+    )
+    await pool.open()
+    try:
+        pg_saver = AsyncPostgresSaver(pool)
+        await pg_saver.setup()
+        yield pg_saver
+    finally:
+        await pool.close()
+
+
+async def copy_thread(saver: Saver, source: str, target: str) -> None:
+    """Copy every checkpoint (and pending write) of ``source`` to ``target``, oldest first.
+
+    Works on any saver through its public interface, so a copy keeps its history and the
+    checkpoint ids, and both threads then evolve independently.
+    """
+    tuples = [t async for t in saver.alist({"configurable": {"thread_id": source}})]
+    for item in reversed(tuples):
+        ns = item.config["configurable"].get("checkpoint_ns", "")
+        parent_id = (item.parent_config or {}).get("configurable", {}).get("checkpoint_id")
+        config: RunnableConfig = {
+            "configurable": {
+                "thread_id": target,
+                "checkpoint_ns": ns,
+                **({"checkpoint_id": parent_id} if parent_id else {}),
+            }
+        }
+        metadata = {**item.metadata, "thread_id": target}
+        stored = await saver.aput(
+            config, item.checkpoint, metadata, dict(item.checkpoint["channel_versions"])
+        )
+        by_task: dict[str, list[tuple[str, Any]]] = {}
+        for task_id, channel, value in item.pending_writes or []:
+            by_task.setdefault(task_id, []).append((channel, value))
+        for task_id, writes in by_task.items():
+            await saver.aput_writes(stored, writes, task_id)

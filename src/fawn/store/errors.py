@@ -1,0 +1,39 @@
+"""Store errors: one root, with fields a caller can act on."""
+
+from __future__ import annotations
+
+
+class StoreError(Exception):
+    code = "store_error"
+    retryable = False
+
+
+class ThreadExists(StoreError):
+    code = "thread_exists"
+
+    def __init__(self, thread_id: str) -> None:
+        super().__init__(f"thread {thread_id} already exists")
+        self.thread_id = thread_id
+
+
+class ThreadNotFound(StoreError):
+    code = "thread_not_found"
+
+    def __init__(self, thread_id: str) -> None:
+        super().__init__(f"thread {thread_id} not found")
+        self.thread_id = thread_id
+
+
+class RunNotFound(StoreError):
+    code = "run_not_found"
+
+    def __init__(self, run_id: str) -> None:
+        super().__init__(f"run {run_id} not found")
+        self.run_id = run_id
+
+
+class RunConflict(StoreError):
+    """The thread already has an active run and the request may not wait for it."""
+
+    code = "run_conflict"
+    retryable = True
