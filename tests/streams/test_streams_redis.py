@@ -51,7 +51,9 @@ async def test_key_layout_and_expiry_after_close(redis_client: Redis, redis_pref
     assert entry_ids == ["2-0", "3-0", "4-0", "4-1"]  # exact trim to 3, then the close marker
 
 
-async def test_publishers_in_several_processes_share_one_sequence(redis_prefix: str) -> None:
+async def test_publishers_in_several_processes_share_one_sequence(
+    redis_client: Redis, redis_prefix: str
+) -> None:
     settings = settings_for(redis_prefix, heartbeat_seconds=60)
     processes = [await RedisStreamBridge.from_url(settings) for _ in range(4)]
     try:
@@ -109,17 +111,15 @@ async def test_any_client_flavour_works(
         await client.aclose()
 
 
-async def test_factory_builds_a_redis_bridge(redis_prefix: str) -> None:
+async def test_factory_builds_a_redis_bridge(redis_client: Redis, redis_prefix: str) -> None:
     bridge = await open_stream_bridge(settings_for(redis_prefix))
     try:
         assert isinstance(bridge, RedisStreamBridge)
         await bridge.open(RUN)
         assert await bridge.publish(RUN, "values", {}) == 1
+        assert await redis_client.get(f"{redis_prefix}:seq:{RUN}") == b"1"
     finally:
         await bridge.aclose()
-        cleanup = Redis.from_url(REDIS_URL)
-        await cleanup.delete(*(f"{redis_prefix}:{kind}:{RUN}" for kind in ("seq", "stream")))
-        await cleanup.aclose()
 
 
 async def test_unreachable_server_is_a_retryable_error() -> None:
