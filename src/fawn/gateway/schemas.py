@@ -115,3 +115,37 @@ class AssistantCount(Body):
     metadata: Json | None = None
     graph_id: str | None = None
     name: str | None = None
+
+
+class RunCreate(Body):
+    assistant_id: str
+    input: Any = None
+    command: dict[str, Any] | None = None
+    stream_mode: str | list[str] = "values"
+    stream_subgraphs: bool = False
+    stream_resumable: bool = False
+    config: dict[str, Any] | None = None
+    context: dict[str, Any] | None = None
+    metadata: dict[str, Any] | None = None
+    interrupt_before: Literal["*"] | list[str] | None = None
+    interrupt_after: Literal["*"] | list[str] | None = None
+    checkpoint: CheckpointBody | None = None
+    checkpoint_id: str | None = None
+    checkpoint_during: bool | None = None
+    durability: Literal["sync", "async", "exit"] | None = None
+    multitask_strategy: Literal["reject", "interrupt", "rollback", "enqueue"] = "enqueue"
+    if_not_exists: Literal["create", "reject"] = "reject"
+    on_disconnect: Literal["cancel", "continue"] = "continue"
+    on_completion: Literal["delete", "keep"] | None = None
+    # Accepted by the SDK but not implemented here: refused with a message when set.
+    webhook: str | None = None
+    after_seconds: int | None = None
+    feedback_keys: list[str] | None = None
+    langsmith_tracer: dict[str, Any] | None = None
+    strict_resume: bool | None = None
+
+
+class RunCancelMany(Body):
+    thread_id: str | None = None
+    run_ids: list[str] | None = None
+    status: Literal["pending", "running", "all"] | None = None

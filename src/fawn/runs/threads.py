@@ -16,6 +16,7 @@ from fawn.agent.serialize import to_jsonable
 from fawn.agent.snapshots import checkpoint_ref, pending_interrupts, snapshot_json
 from fawn.agent.state import STATE_CHANNELS
 from fawn.runs.errors import Conflict, InvalidInput, NotFound
+from fawn.sandbox.errors import InvalidThreadId
 from fawn.sandbox.paths import ThreadPaths, validate_thread_id
 from fawn.store.checkpoints import Saver, copy_thread
 from fawn.store.errors import ThreadExists
@@ -180,10 +181,14 @@ class ThreadService:
                     field="values",
                 )
         elif values is not None:
-            raise InvalidInput("values must be an object mapping channels to values", field="values")
+            raise InvalidInput(
+                "values must be an object mapping channels to values", field="values"
+            )
         if as_node is not None and as_node not in self._agent.graph.nodes:
             nodes = ", ".join(n for n in self._agent.graph.nodes if not n.startswith("__"))
-            raise InvalidInput(f"unknown node {as_node!r} for as_node; nodes: {nodes}", field="as_node")
+            raise InvalidInput(
+                f"unknown node {as_node!r} for as_node; nodes: {nodes}", field="as_node"
+            )
 
     async def update_state(
         self,
@@ -230,5 +235,5 @@ class ThreadService:
 def check_thread_id(thread_id: str) -> str:
     try:
         return validate_thread_id(thread_id)
-    except ValueError as exc:
+    except InvalidThreadId as exc:
         raise InvalidInput(str(exc), field="thread_id") from exc

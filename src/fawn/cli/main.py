@@ -1,0 +1,132 @@
+"""``fawn`` command line: serve the gateway, upgrade the database."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import errno
+import logging
+import os
+import socket
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from fawn.config import AppConfig, ConfigError, find_config_path, load_config
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="fawn",
+        description="fawn: a self-hosted agent runtime speaking the LangGraph Agent Server API.",
+    )
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    def common(p: argparse.ArgumentParser) -> None:
+        p.add_argument(
+            "--config",
+            type=Path,
+            help="config file (default: $FAWN_CONFIG, then ./config.yaml, then built-in defaults)",
+        )
+        p.add_argument(
+            "--data-dir",
+            type=Path,
+            help="where SQLite files and thread workspaces live (default: ./.fawn or $FAWN_DATA_DIR)",
+        )
+
+    serve = sub.add_parser("serve", help="run the HTTP gateway")
+    common(serve)
+    serve.add_argument("--host", help="interface to bind (default 127.0.0.1)")
+    serve.add_argument("--port", type=int, help="port to bind (default 2026)")
+    serve.add_argument("--log-level", default="info", help="debug, info, warning, error")
+
+    db = sub.add_parser("db", help="database maintenance")
+    db_sub = db.add_subparsers(dest="db_command", required=True)
+    upgrade = db_sub.add_parser("upgrade", help="apply pending migrations and exit")
+    common(upgrade)
+    return parser
+
+
+def _config(args: argparse.Namespace) -> AppConfig:
+    overrides: dict[str, Any] = {}
+    data_dir = args.data_dir or os.environ.get("FAWN_DATA_DIR")
+    if data_dir:
+        overrides["data_dir"] = str(data_dir)
+    path = find_config_path(args.config, os.environ, Path.cwd())
+    config = load_config(path, os.environ, overrides or None)
+    server: dict[str, Any] = {}
+    if getattr(args, "host", None):
+        server["host"] = args.host
+    if getattr(args, "port", None) is not None:
+        server["port"] = args.port
+    if server:
+        config = config.model_copy(update={"server": config.server.model_copy(update=server)})
+    return config
+
+
+def _bind(host: str, port: int) -> socket.socket:
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+    except OSError as exc:
+        sock.close()
+        if exc.errno == errno.EADDRINUSE:
+            raise SystemExit(
+                f"fawn: port {port} on {host} is already in use; choose another with --port"
+            ) from None
+        raise SystemExit(f"fawn: cannot bind {host}:{port}: {exc.strerror}") from None
+    sock.listen(2048)
+    sock.set_inheritable(True)
+    return sock
+
+
+def serve(config: AppConfig, log_level: str) -> None:
+    import uvicorn
+
+    from fawn.gateway.app import create_app
+
+    sock = _bind(config.server.host, config.server.port)
+    host, port = sock.getsockname()[:2]
+    print(f"fawn: serving on http://{host}:{port} (data: {config.data_dir})", flush=True)
+    uv_config = uvicorn.Config(
+        create_app(config),
+        log_level=log_level,
+        access_log=False,
+        timeout_graceful_shutdown=5,
+    )
+    uvicorn.Server(uv_config).run(sockets=[sock])
+
+
+def db_upgrade(config: AppConfig) -> None:
+    from fawn.store.database import Database
+
+    async def run() -> None:
+        db = Database.from_settings(config.database, config.data_dir.resolve())
+        try:
+            await db.migrate()
+        finally:
+            await db.dispose()
+
+    asyncio.run(run())
+    print("fawn: database is up to date")
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    args = _parser().parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    try:
+        config = _config(args)
+    except ConfigError as exc:
+        print(f"fawn: {exc}", file=sys.stderr)
+        raise SystemExit(2) from None
+    if args.command == "serve":
+        serve(config, args.log_level)
+    elif args.command == "db":
+        db_upgrade(config)
+
+
+if __name__ == "__main__":
+    main()

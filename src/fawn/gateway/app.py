@@ -1,0 +1,32 @@
+"""The ASGI application: routers, error mapping, and the lifespan that owns every service."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+from fastapi import FastAPI
+
+from fawn.config.settings import AppConfig
+from fawn.gateway.errors import install_error_handlers
+from fawn.gateway.routers import assistants, runs, system, threads
+from fawn.gateway.services import open_services
+
+
+def create_app(config: AppConfig) -> FastAPI:
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        async with open_services(config) as services:
+            app.state.services = services
+            yield
+
+    app = FastAPI(
+        title="fawn",
+        summary="Self-hosted agent runtime, wire-compatible with the LangGraph Agent Server API",
+        version="0.1.0",
+        lifespan=lifespan,
+    )
+    install_error_handlers(app)
+    for module in (system, assistants, threads, runs):
+        app.include_router(module.router)
+    return app

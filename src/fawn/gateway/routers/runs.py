@@ -1,0 +1,248 @@
+"""LangGraph-compatible run routes: create, stream, wait, join, cancel, list, delete."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator
+from typing import Annotated, Any, Literal
+
+from fastapi import APIRouter, Header, Query, Response
+from starlette.responses import StreamingResponse
+
+from fawn.agent.serialize import dumps
+from fawn.gateway.deps import ServicesDep
+from fawn.gateway.responses import JSON
+from fawn.gateway.runspec import build_spec
+from fawn.gateway.schemas import RunCancelMany, RunCreate
+from fawn.gateway.services import Services
+from fawn.gateway.sse import run_stream_response
+from fawn.gateway.wire import run_json
+from fawn.runs.errors import InvalidInput, NotFound
+from fawn.runs.spec import RunSpec
+from fawn.runs.threads import check_thread_id
+from fawn.store.runs import RunRecord, RunStatus
+from fawn.streams.sse import parse_last_event_id
+
+router = APIRouter(tags=["runs"])
+
+KEEPALIVE_SECONDS = 5.0
+
+
+async def _admit(
+    services: Services, thread_id: str | None, body: RunCreate
+) -> tuple[RunRecord, RunSpec, bool]:
+    """Validate, make sure the thread exists, and submit. Returns (run, spec, stateless)."""
+    stateless = thread_id is None
+    spec = build_spec(body, stateless=stateless)
+    services.models.settings(spec.options.model_name)  # unknown or no model: 400 now
+    _check_nodes(services, spec)
+    if thread_id is None:
+        record = await services.threads.create(None, {"stateless": True}, "raise")
+        thread_id = record.thread_id
+    elif await services.threads.repo.get(thread_id) is None:
+        if body.if_not_exists != "create":
+            raise NotFound(f"thread {thread_id} not found")
+        check_thread_id(thread_id)
+        await services.threads.create(thread_id, None, "do_nothing")
+    run = await services.runs.submit(thread_id, spec)
+    if stateless and body.on_completion != "keep":
+        services.runs.delete_thread_after(run.run_id, thread_id)
+    return run, spec, stateless
+
+
+def _check_nodes(services: Services, spec: RunSpec) -> None:
+    nodes = set(services.agent.graph.nodes)
+    for name in ("interrupt_before", "interrupt_after"):
+        value = getattr(spec, name)
+        if isinstance(value, list):
+            unknown = [n for n in value if n not in nodes]
+            if unknown:
+                known = ", ".join(n for n in nodes if not n.startswith("__"))
+                raise InvalidInput(f"{name}: unknown node(s) {', '.join(unknown)}; nodes: {known}", field=name)
+
+
+def _locations(run: RunRecord) -> dict[str, str]:
+    return {"Content-Location": f"/threads/{run.thread_id}/runs/{run.run_id}"}
+
+
+async def _create(services: Services, thread_id: str | None, body: RunCreate) -> Response:
+    run, _, _ = await _admit(services, thread_id, body)
+    return JSON(run_json(run), headers=_locations(run))
+
+
+async def _stream(services: Services, thread_id: str | None, body: RunCreate) -> Response:
+    run, spec, _ = await _admit(services, thread_id, body)
+    manager = services.runs
+
+    def disconnected() -> None:
+        if spec.on_disconnect == "cancel":
+            manager.cancel_soon(run.run_id, "interrupt")
+
+    return run_stream_response(
+        services.bridge,
+        run.thread_id,
+        run.run_id,
+        after=None,
+        heartbeat_seconds=services.config.streams.heartbeat_seconds,
+        on_disconnect=disconnected,
+    )
+
+
+async def _wait(services: Services, thread_id: str | None, body: RunCreate) -> Response:
+    run, spec, _ = await _admit(services, thread_id, body)
+    on_leave = None
+    if spec.on_disconnect == "cancel":
+        def on_leave() -> None:
+            services.runs.cancel_soon(run.run_id, "interrupt")
+    headers = {
+        **_locations(run),
+        "Location": f"/threads/{run.thread_id}/runs/{run.run_id}/join",
+    }
+    return StreamingResponse(
+        _final_body(services, run.thread_id, run.run_id, on_leave),
+        media_type="application/json",
+        headers=headers,
+    )
+
+
+async def _final_body(
+    services: Services, thread_id: str, run_id: str, on_leave: Any = None
+) -> AsyncIterator[bytes]:
+    """Newlines every few seconds while the run works (JSON ignores them), then the result."""
+    finished = False
+    try:
+        waiter = asyncio.ensure_future(services.runs.result(thread_id, run_id))
+        try:
+            while True:
+                done, _ = await asyncio.wait({waiter}, timeout=KEEPALIVE_SECONDS)
+                if done:
+                    break
+                yield b"\n"
+        finally:
+            if not waiter.done():
+                waiter.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await waiter
+        finished = True
+        yield dumps(waiter.result())
+    finally:
+        if not finished and on_leave is not None:
+            on_leave()
+
+
+@router.post("/threads/{thread_id}/runs")
+async def create_run(thread_id: str, body: RunCreate, services: ServicesDep) -> Response:
+    return await _create(services, thread_id, body)
+
+
+@router.post("/threads/{thread_id}/runs/stream")
+async def stream_run(thread_id: str, body: RunCreate, services: ServicesDep) -> Response:
+    return await _stream(services, thread_id, body)
+
+
+@router.post("/threads/{thread_id}/runs/wait")
+async def wait_run(thread_id: str, body: RunCreate, services: ServicesDep) -> Response:
+    return await _wait(services, thread_id, body)
+
+
+@router.post("/runs")
+async def create_stateless(body: RunCreate, services: ServicesDep) -> Response:
+    return await _create(services, None, body)
+
+
+@router.post("/runs/stream")
+async def stream_stateless(body: RunCreate, services: ServicesDep) -> Response:
+    return await _stream(services, None, body)
+
+
+@router.post("/runs/wait")
+async def wait_stateless(body: RunCreate, services: ServicesDep) -> Response:
+    return await _wait(services, None, body)
+
+
+@router.post("/runs/cancel", status_code=204)
+async def cancel_many(
+    body: RunCancelMany,
+    services: ServicesDep,
+    action: Literal["interrupt", "rollback"] = "interrupt",
+) -> Response:
+    await services.runs.cancel_many(
+        thread_id=body.thread_id, run_ids=body.run_ids, status=body.status, action=action
+    )
+    return Response(status_code=204)
+
+
+@router.get("/threads/{thread_id}/runs")
+async def list_runs(
+    thread_id: str,
+    services: ServicesDep,
+    limit: Annotated[int, Query(ge=1, le=1000)] = 10,
+    offset: Annotated[int, Query(ge=0)] = 0,
+    status: RunStatus | None = None,
+) -> Response:
+    runs = await services.runs.list(thread_id, limit=limit, offset=offset, status=status)
+    return JSON([run_json(r) for r in runs])
+
+
+@router.get("/threads/{thread_id}/runs/{run_id}")
+async def get_run(thread_id: str, run_id: str, services: ServicesDep) -> Response:
+    return JSON(run_json(await services.runs.get(thread_id, run_id)))
+
+
+@router.delete("/threads/{thread_id}/runs/{run_id}", status_code=204)
+async def delete_run(thread_id: str, run_id: str, services: ServicesDep) -> Response:
+    await services.runs.delete_run(thread_id, run_id)
+    return Response(status_code=204)
+
+
+@router.get("/threads/{thread_id}/runs/{run_id}/join")
+async def join_run(thread_id: str, run_id: str, services: ServicesDep) -> Response:
+    await services.runs.get(thread_id, run_id)
+    return StreamingResponse(
+        _final_body(services, thread_id, run_id), media_type="application/json"
+    )
+
+
+@router.get("/threads/{thread_id}/runs/{run_id}/stream")
+async def join_stream(
+    thread_id: str,
+    run_id: str,
+    services: ServicesDep,
+    last_event_id: Annotated[str | None, Header()] = None,
+    cancel_on_disconnect: bool = False,
+    stream_mode: Annotated[list[str] | None, Query()] = None,
+) -> Response:
+    run = await services.runs.get(thread_id, run_id)
+    after = parse_last_event_id(last_event_id)
+    if not await services.bridge.exists(run_id):
+        raise NotFound(
+            f"the stream of run {run_id} is no longer retained (status {run.status}); "
+            "read the thread state instead"
+        )
+    manager = services.runs
+
+    def disconnected() -> None:
+        if cancel_on_disconnect:
+            manager.cancel_soon(run_id, "interrupt")
+
+    return run_stream_response(
+        services.bridge,
+        thread_id,
+        run_id,
+        after=after,
+        heartbeat_seconds=services.config.streams.heartbeat_seconds,
+        on_disconnect=disconnected,
+    )
+
+
+@router.post("/threads/{thread_id}/runs/{run_id}/cancel")
+async def cancel_run(
+    thread_id: str,
+    run_id: str,
+    services: ServicesDep,
+    wait: bool = False,
+    action: Literal["interrupt", "rollback"] = "interrupt",
+) -> Response:
+    await services.runs.cancel_one(thread_id, run_id, action, wait=wait)
+    return Response(status_code=200 if wait else 202)

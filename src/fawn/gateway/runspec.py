@@ -1,0 +1,68 @@
+"""HTTP run bodies → RunSpec, refusing options we do not implement."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fawn.gateway.routers.assistants import LEAD_AGENT_ID, resolve_assistant
+from fawn.gateway.schemas import RunCreate
+from fawn.runs.errors import InvalidInput
+from fawn.runs.spec import SERVER_OWNED, RunSpec, command_from_json, parse_options, parse_stream_modes
+
+_UNSUPPORTED = {
+    "webhook": "webhooks are not supported",
+    "after_seconds": "delayed runs (after_seconds) are not supported",
+    "feedback_keys": "LangSmith feedback keys are not supported",
+    "langsmith_tracer": "LangSmith tracing is not supported",
+    "strict_resume": "strict_resume is not supported",
+}
+
+
+def build_spec(body: RunCreate, *, stateless: bool) -> RunSpec:
+    for name, why in _UNSUPPORTED.items():
+        value = getattr(body, name)
+        if value not in (None, False, 0, [], {}):
+            raise InvalidInput(f"{name}: {why}", field=name)
+    if resolve_assistant(body.assistant_id) is None:
+        raise InvalidInput(
+            f"assistant {body.assistant_id!r} not found; available: lead_agent ({LEAD_AGENT_ID})",
+            field="assistant_id",
+        )
+    if body.input is not None and body.command is not None:
+        raise InvalidInput("give either input or command, not both", field="command")
+    if body.command is not None:
+        command_from_json(body.command)
+    if stateless and (body.checkpoint or body.checkpoint_id):
+        raise InvalidInput("stateless runs cannot start from a checkpoint", field="checkpoint")
+    config: dict[str, Any] = dict(body.config or {})
+    configurable = {
+        k: v for k, v in (config.get("configurable") or {}).items() if k not in SERVER_OWNED
+    }
+    checkpoint: dict[str, Any] | None = None
+    if body.checkpoint is not None:
+        checkpoint = body.checkpoint.model_dump(exclude_none=True)
+        checkpoint.pop("thread_id", None)
+    elif body.checkpoint_id or configurable.get("checkpoint_id"):
+        checkpoint = {"checkpoint_id": body.checkpoint_id or configurable["checkpoint_id"]}
+    configurable.pop("checkpoint_id", None)
+    config["configurable"] = configurable
+    durability = body.durability
+    if durability is None and body.checkpoint_during is not None:
+        durability = "async" if body.checkpoint_during else "exit"
+    return RunSpec(
+        assistant_id=LEAD_AGENT_ID,
+        input=body.input,
+        command=body.command,
+        stream_modes=parse_stream_modes(body.stream_mode),
+        stream_subgraphs=body.stream_subgraphs,
+        stream_resumable=body.stream_resumable,
+        config=config,
+        options=parse_options(config, body.context),
+        metadata=dict(body.metadata or {}),
+        interrupt_before=body.interrupt_before,
+        interrupt_after=body.interrupt_after,
+        checkpoint=checkpoint,
+        multitask_strategy=body.multitask_strategy,
+        on_disconnect=body.on_disconnect,
+        durability=durability,
+    )

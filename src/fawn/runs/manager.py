@@ -1,0 +1,272 @@
+"""RunManager: admission, per-thread ordering, cancellation, leases and recovery."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import socket
+import uuid
+from collections.abc import Sequence
+from typing import Any
+
+from fawn.runs.errors import Conflict, InvalidInput, NotFound
+from fawn.runs.handle import CancelAction, RunHandle, RunOutcome
+from fawn.runs.spec import RunSpec
+from fawn.runs.worker import RunWorker
+from fawn.store.errors import RunConflict
+from fawn.store.runs import TERMINAL, NewRun, RunRecord, RunRepository, RunStatus
+
+log = logging.getLogger(__name__)
+
+RECOVERY_REASON = "the server stopped while this run was in progress (recovered at startup)"
+LEASE_REASON = "the worker that owned this run stopped renewing its lease"
+
+
+class RunManager:
+    def __init__(self, worker: RunWorker, runs: RunRepository, *, single_process: bool) -> None:
+        self._worker = worker
+        self._runs = runs
+        self._single_process = single_process
+        self._handles: dict[str, RunHandle] = {}
+        self._tasks: set[asyncio.Task[Any]] = set()
+        self._settings = worker.config.runs
+        self.owner = worker.owner
+
+    @staticmethod
+    def new_owner_id() -> str:
+        return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+
+    # -- lifecycle -------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        recovered = await self._runs.recover_orphans(
+            everything=self._single_process, reason=RECOVERY_REASON
+        )
+        for rec in recovered:
+            log.warning(
+                "run %s on thread %s marked error: %s", rec.run_id, rec.thread_id, RECOVERY_REASON
+            )
+            with contextlib.suppress(Exception):
+                await self._worker.threads.refresh(
+                    rec.thread_id,
+                    status="error",
+                    error={"error": "RunOrphaned", "message": RECOVERY_REASON},
+                )
+        self._spawn(self._lease_loop())
+
+    async def aclose(self) -> None:
+        for handle in list(self._handles.values()):
+            handle.request_cancel("shutdown")
+        for task in list(self._tasks):
+            if task.get_name().startswith("fawn-lease"):
+                task.cancel()
+        if self._tasks:
+            await asyncio.gather(*self._tasks, return_exceptions=True)
+
+    def _spawn(self, coro: Any, name: str | None = None) -> asyncio.Task[Any]:
+        task = asyncio.create_task(coro, name=name or f"fawn-lease-{id(coro)}")
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+        return task
+
+    # -- admission ---------------------------------------------------------------------------
+
+    async def submit(
+        self, thread_id: str, spec: RunSpec, *, user_id: str | None = None
+    ) -> RunRecord:
+        run_id = str(uuid.uuid4())
+        try:
+            admission = await self._runs.admit(
+                NewRun(
+                    run_id=run_id,
+                    thread_id=thread_id,
+                    assistant_id=spec.assistant_id,
+                    metadata=spec.metadata,
+                    kwargs=spec.kwargs_json(),
+                    multitask_strategy=spec.multitask_strategy,
+                    owner=self.owner,
+                    lease_seconds=self._settings.lease_seconds,
+                )
+            )
+        except RunConflict as exc:
+            raise Conflict(str(exc)) from exc
+        await self._worker.bridge.open(run_id)
+        ahead = [r.run_id for r in admission.ahead]
+        handle = RunHandle(
+            run_id=run_id, thread_id=thread_id, spec=spec, ahead=ahead, user_id=user_id
+        )
+        self._handles[run_id] = handle
+        if spec.multitask_strategy in ("interrupt", "rollback") and ahead:
+            await self.cancel(ahead, spec.multitask_strategy)
+        task = self._spawn(self._run(handle), name=f"fawn-run-{run_id}")
+        handle.task = task
+        return admission.run
+
+    async def _run(self, handle: RunHandle) -> None:
+        try:
+            await self._worker.execute(handle, self._wait_turn)
+        finally:
+            self._handles.pop(handle.run_id, None)
+
+    async def _wait_turn(self, handle: RunHandle) -> None:
+        for run_id in handle.ahead:
+            await self.wait_finished(run_id)
+
+    # -- observation -------------------------------------------------------------------------
+
+    def handle(self, run_id: str) -> RunHandle | None:
+        return self._handles.get(run_id)
+
+    async def wait_finished(self, run_id: str) -> RunOutcome | None:
+        """Wait until the run is terminal (or deleted). The outcome when it ran here."""
+        handle = self._handles.get(run_id)
+        if handle is not None:
+            await handle.done.wait()
+            return handle.outcome
+        delay = 0.02
+        while True:
+            record = await self._runs.get(run_id)
+            if record is None or record.status in TERMINAL:
+                return None
+            handle = self._handles.get(run_id)
+            if handle is not None:
+                await handle.done.wait()
+                return handle.outcome
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, 0.5)
+
+    async def result(self, thread_id: str, run_id: str) -> Any:
+        """What ``runs.wait``/``join`` answer: the final values, or ``{"__error__": ...}``."""
+        outcome = await self.wait_finished(run_id)
+        if outcome is not None:
+            return {"__error__": outcome.error} if outcome.error else outcome.values
+        record = await self._runs.get(run_id)
+        if record is not None and record.status == "error":
+            return {"__error__": {"error": "RunError", "message": record.error or "run failed"}}
+        return await self._worker.final_values(thread_id)
+
+    def delete_thread_after(self, run_id: str, thread_id: str) -> None:
+        """Stateless runs: the temporary thread goes once the run is finished."""
+
+        async def cleanup() -> None:
+            await self.wait_finished(run_id)
+            with contextlib.suppress(NotFound):
+                await self._worker.threads.delete(thread_id)
+
+        self._spawn(cleanup(), name=f"fawn-stateless-{run_id}")
+
+    async def get(self, thread_id: str, run_id: str) -> RunRecord:
+        record = await self._runs.get(run_id, thread_id)
+        if record is None:
+            raise NotFound(f"run {run_id} not found in thread {thread_id}")
+        return record
+
+    async def list(
+        self, thread_id: str, *, limit: int, offset: int, status: RunStatus | None
+    ) -> list[RunRecord]:
+        await self._worker.threads.get(thread_id)
+        return await self._runs.list(thread_id, limit=limit, offset=offset, status=status)
+
+    # -- cancellation ----------------------------------------------------------------------
+
+    async def cancel(self, run_ids: Sequence[str], action: CancelAction) -> list[str]:
+        """Cancel active runs; local ones at once, remote ones through their row."""
+        remote: list[str] = []
+        cancelled: list[str] = []
+        for run_id in run_ids:
+            handle = self._handles.get(run_id)
+            if handle is not None:
+                handle.request_cancel(action)
+                cancelled.append(run_id)
+            else:
+                remote.append(run_id)
+        if remote:
+            rows = await self._runs.request_cancel(remote, action)
+            cancelled.extend(r.run_id for r in rows if r.status not in TERMINAL)
+        return cancelled
+
+    async def cancel_one(
+        self, thread_id: str, run_id: str, action: CancelAction, *, wait: bool
+    ) -> None:
+        record = await self.get(thread_id, run_id)
+        if record.status in TERMINAL:
+            raise NotFound(f"run {run_id} has already finished ({record.status})")
+        await self.cancel([run_id], action)
+        if wait:
+            await self.wait_finished(run_id)
+
+    async def cancel_many(
+        self,
+        *,
+        thread_id: str | None,
+        run_ids: Sequence[str] | None,
+        status: str | None,
+        action: CancelAction,
+    ) -> None:
+        statuses: tuple[RunStatus, ...]
+        if status in (None, "all"):
+            statuses = ("pending", "running")
+        elif status in ("pending", "running"):
+            statuses = (status,)  # type: ignore[assignment]
+        else:
+            raise InvalidInput("status must be pending, running or all", field="status")
+        if thread_id is None and run_ids is None and status is None:
+            raise InvalidInput("give thread_id, run_ids or status", field="body")
+        found = await self._runs.find_active(thread_id=thread_id, run_ids=run_ids, status=statuses)
+        await self.cancel([r.run_id for r in found], action)
+
+    def cancel_soon(self, run_id: str, action: CancelAction) -> None:
+        """Cancel from a context that is itself being cancelled (a dropped SSE client)."""
+        self._spawn(self.cancel([run_id], action), name=f"fawn-cancel-{run_id}")
+
+    # -- thread-level operations -----------------------------------------------------------
+
+    async def delete_run(self, thread_id: str, run_id: str) -> None:
+        record = await self.get(thread_id, run_id)
+        if record.status not in TERMINAL:
+            raise Conflict(f"run {run_id} is {record.status}; cancel it before deleting it")
+        await self._runs.delete(run_id)
+
+    async def delete_thread(self, thread_id: str) -> None:
+        await self._worker.threads.get(thread_id)
+        active = await self._runs.active(thread_id)
+        await self.cancel([r.run_id for r in active], "interrupt")
+        for rec in active:
+            await self.wait_finished(rec.run_id)
+        await self._worker.threads.delete(thread_id)
+
+    async def ensure_idle_for_update(self, thread_id: str) -> None:
+        await self._worker.threads.get(thread_id)
+        if await self._runs.active(thread_id):
+            raise Conflict(f"thread {thread_id} has an active run; state updates must wait")
+
+    # -- leases ------------------------------------------------------------------------------
+
+    async def _lease_loop(self) -> None:
+        interval = self._settings.lease_seconds / 3
+        sweep_every = max(1, int(self._settings.sweep_seconds / interval))
+        tick = 0
+        while True:
+            await asyncio.sleep(interval)
+            tick += 1
+            try:
+                await self._renew()
+                if not self._single_process and tick % sweep_every == 0:
+                    await self._runs.recover_orphans(everything=False, reason=LEASE_REASON)
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                log.exception("lease renewal failed")
+
+    async def _renew(self) -> None:
+        ids = [h.run_id for h in self._handles.values()]
+        for row in await self._runs.renew_leases(self.owner, ids, self._settings.lease_seconds):
+            handle = self._handles.get(row.run_id)
+            if handle is None:
+                continue
+            if row.cancel_action in ("interrupt", "rollback"):
+                handle.request_cancel(row.cancel_action)  # type: ignore[arg-type]
+            elif row.owner != self.owner or row.status in TERMINAL:
+                handle.request_cancel("lease_lost")

@@ -1,0 +1,196 @@
+"""RunSpec: a validated run request, independent of HTTP.
+
+Every option here means what LangGraph means by it; options we do not implement are refused
+before a run exists.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal, get_args
+
+from langgraph.types import Command, Send
+
+from fawn.agent.context import ReasoningEffort, RunContext
+from fawn.runs.errors import InvalidInput
+from fawn.store.runs import MultitaskStrategy
+
+StreamModeName = Literal[
+    "values",
+    "updates",
+    "messages",
+    "messages-tuple",
+    "custom",
+    "debug",
+    "tasks",
+    "checkpoints",
+]
+SUPPORTED_STREAM_MODES: tuple[str, ...] = get_args(StreamModeName)
+OnDisconnect = Literal["cancel", "continue"]
+
+#: configurable/context keys the lead agent understands, and their types
+_OPTION_TYPES: dict[str, type | tuple[type, ...]] = {
+    "thinking_enabled": bool,
+    "reasoning_effort": str,
+    "model_name": str,
+    "is_plan_mode": bool,
+    "subagent_enabled": bool,
+    "max_concurrent_subagents": int,
+    "agent_name": str,
+}
+#: values only the server sets; a client's copy is dropped at the boundary
+SERVER_OWNED = frozenset({"thread_id", "run_id", "user_id", "checkpoint_ns", "checkpoint_map"})
+_SECRET_MARKERS = ("api_key", "apikey", "token", "secret", "password", "authorization")
+
+
+@dataclass(frozen=True, kw_only=True)
+class AgentOptions:
+    model_name: str | None = None
+    thinking_enabled: bool = False
+    reasoning_effort: ReasoningEffort | None = None
+    is_plan_mode: bool = False
+    subagent_enabled: bool = False
+    max_concurrent_subagents: int = 3
+    agent_name: str | None = None
+
+    def context(self, *, thread_id: str, run_id: str, user_id: str | None) -> RunContext:
+        return RunContext(
+            thread_id=thread_id,
+            run_id=run_id,
+            user_id=user_id,
+            model_name=self.model_name,
+            thinking_enabled=self.thinking_enabled,
+            reasoning_effort=self.reasoning_effort,
+            is_plan_mode=self.is_plan_mode,
+            subagent_enabled=self.subagent_enabled,
+            max_concurrent_subagents=self.max_concurrent_subagents,
+            agent_name=self.agent_name,
+        )
+
+
+@dataclass(frozen=True, kw_only=True)
+class RunSpec:
+    assistant_id: str
+    input: Any = None
+    command: Mapping[str, Any] | None = None
+    stream_modes: tuple[str, ...] = ("values",)
+    stream_subgraphs: bool = False
+    stream_resumable: bool = False
+    config: Mapping[str, Any] = field(default_factory=dict)
+    options: AgentOptions = AgentOptions()
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+    interrupt_before: list[str] | Literal["*"] | None = None
+    interrupt_after: list[str] | Literal["*"] | None = None
+    checkpoint: Mapping[str, Any] | None = None
+    multitask_strategy: MultitaskStrategy = "enqueue"
+    on_disconnect: OnDisconnect = "continue"
+    durability: Literal["sync", "async", "exit"] | None = None
+
+    def graph_input(self) -> Any:
+        if self.command:
+            return command_from_json(self.command)
+        return self.input
+
+    def kwargs_json(self) -> dict[str, Any]:
+        """What the run record keeps of the request (secrets redacted)."""
+        return {
+            "input": self.input,
+            "command": dict(self.command) if self.command else None,
+            "config": redact(dict(self.config)),
+            "context": redact(_options_json(self.options)),
+            "stream_mode": list(self.stream_modes),
+            "subgraphs": self.stream_subgraphs,
+            "resumable": self.stream_resumable,
+            "interrupt_before": self.interrupt_before,
+            "interrupt_after": self.interrupt_after,
+            "checkpoint": dict(self.checkpoint) if self.checkpoint else None,
+            "on_disconnect": self.on_disconnect,
+            "durability": self.durability,
+        }
+
+
+def _options_json(options: AgentOptions) -> dict[str, Any]:
+    return {k: getattr(options, k) for k in _OPTION_TYPES}
+
+
+def redact(value: Any) -> Any:
+    if isinstance(value, Mapping):
+        return {
+            k: "***" if any(m in str(k).lower() for m in _SECRET_MARKERS) else redact(v)
+            for k, v in value.items()
+        }
+    if isinstance(value, list):
+        return [redact(v) for v in value]
+    return value
+
+
+def parse_stream_modes(raw: str | list[str] | None) -> tuple[str, ...]:
+    modes = [raw] if isinstance(raw, str) else list(raw or ["values"])
+    unsupported = [m for m in modes if m not in SUPPORTED_STREAM_MODES]
+    if unsupported:
+        raise InvalidInput(
+            f"unsupported stream_mode {', '.join(unsupported)}; "
+            f"supported: {', '.join(SUPPORTED_STREAM_MODES)}",
+            field="stream_mode",
+        )
+    return tuple(dict.fromkeys(modes))
+
+
+def parse_options(
+    config: Mapping[str, Any] | None, context: Mapping[str, Any] | None
+) -> AgentOptions:
+    """Merge ``config.configurable`` and ``context`` (context wins) into typed options."""
+    merged: dict[str, Any] = {}
+    configurable = (config or {}).get("configurable") or {}
+    if not isinstance(configurable, Mapping):
+        raise InvalidInput("config.configurable must be an object", field="config.configurable")
+    for source in (configurable, context or {}):
+        merged.update({k: v for k, v in source.items() if k in _OPTION_TYPES})
+    for key, value in merged.items():
+        expected = _OPTION_TYPES[key]
+        if value is not None and (
+            not isinstance(value, expected) or (expected is int and isinstance(value, bool))
+        ):
+            raise InvalidInput(f"{key} must be of type {expected.__name__}", field=key)  # type: ignore[union-attr]
+    effort = merged.get("reasoning_effort")
+    if effort is not None and effort not in get_args(ReasoningEffort):
+        raise InvalidInput(
+            f"reasoning_effort must be one of {', '.join(get_args(ReasoningEffort))}",
+            field="reasoning_effort",
+        )
+    if merged.get("subagent_enabled"):
+        raise InvalidInput(
+            "subagent_enabled=true is not supported yet: fawn has no sub-agents",
+            field="subagent_enabled",
+        )
+    n = merged.get("max_concurrent_subagents")
+    if n is not None and not 1 <= n <= 16:
+        raise InvalidInput("max_concurrent_subagents must be between 1 and 16", field=key)
+    agent_name = merged.get("agent_name")
+    if agent_name not in (None, "lead_agent"):
+        raise InvalidInput(
+            f"unknown agent_name {agent_name!r}: only 'lead_agent' exists", field="agent_name"
+        )
+    return AgentOptions(**{k: v for k, v in merged.items() if v is not None})
+
+
+def command_from_json(raw: Mapping[str, Any]) -> Command[Any]:
+    unknown = sorted(set(raw) - {"resume", "update", "goto"})
+    if unknown:
+        raise InvalidInput(f"unknown command field(s): {', '.join(unknown)}", field="command")
+    goto: Any = raw.get("goto")
+    if goto is not None:
+        goto = [_goto(g) for g in goto] if isinstance(goto, list) else _goto(goto)
+    update = raw.get("update")
+    if isinstance(update, list):
+        update = [tuple(u) for u in update]
+    return Command(resume=raw.get("resume"), update=update, goto=goto or ())
+
+
+def _goto(item: Any) -> str | Send:
+    if isinstance(item, str):
+        return item
+    if isinstance(item, Mapping) and "node" in item:
+        return Send(item["node"], item.get("input"))
+    raise InvalidInput("command.goto must be a node name or {node, input}", field="command.goto")

@@ -1,0 +1,73 @@
+"""LangGraph ``astream`` chunks → SSE events named as the LangGraph server names them.
+
+``messages-tuple`` is LangGraph's ``messages`` mode sent as ``[message, metadata]``; the API's
+own ``messages`` mode accumulates chunks per message id and sends ``messages/metadata`` once,
+then ``messages/partial`` with the whole message so far, and ``messages/complete`` for
+messages that arrive whole.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+from langchain_core.messages import AIMessageChunk, BaseMessage, BaseMessageChunk
+
+from fawn.agent.serialize import to_jsonable
+
+
+def graph_modes(requested: Sequence[str]) -> list[str]:
+    """The LangGraph stream modes needed to produce the requested API modes."""
+    modes: list[str] = []
+    for mode in requested:
+        lg = "messages" if mode in ("messages", "messages-tuple") else mode
+        if lg not in modes:
+            modes.append(lg)
+    return modes
+
+
+class EventTranslator:
+    def __init__(self, requested: Sequence[str]) -> None:
+        self._requested = set(requested)
+        self._partial: dict[str, BaseMessageChunk] = {}
+
+    def translate(self, chunk: Any, subgraphs: bool) -> Iterator[tuple[str, Any]]:
+        if subgraphs:
+            namespace, mode, data = chunk
+        else:
+            namespace, (mode, data) = (), chunk
+        suffix = "".join(f"|{part}" for part in namespace)
+        if mode == "messages":
+            yield from self._messages(data, suffix)
+        else:
+            yield mode + suffix, to_jsonable(data)
+
+    def _messages(self, data: Any, suffix: str) -> Iterator[tuple[str, Any]]:
+        message, metadata = data
+        meta = to_jsonable(metadata)
+        if "messages-tuple" in self._requested:
+            yield "messages" + suffix, [to_jsonable(message), meta]
+        if "messages" not in self._requested:
+            return
+        msg_id = getattr(message, "id", None) or ""
+        if isinstance(message, BaseMessageChunk):
+            previous = self._partial.get(msg_id)
+            if previous is None:
+                yield "messages/metadata" + suffix, {msg_id: {"metadata": meta}}
+                merged: BaseMessageChunk = message
+            else:
+                merged = previous + message
+            self._partial[msg_id] = merged
+            yield "messages/partial" + suffix, [_message_json(merged)]
+        elif isinstance(message, BaseMessage):
+            if msg_id not in self._partial:
+                yield "messages/metadata" + suffix, {msg_id: {"metadata": meta}}
+            self._partial.pop(msg_id, None)
+            yield "messages/complete" + suffix, [_message_json(message)]
+
+
+def _message_json(message: BaseMessage) -> Any:
+    body = to_jsonable(message)
+    if isinstance(message, AIMessageChunk) and isinstance(body, dict):
+        body["type"] = "ai"
+    return body

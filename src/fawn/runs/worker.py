@@ -1,0 +1,235 @@
+"""RunWorker: executes one admitted run and finalizes it.
+
+Order at the end matters: the thread row and the run's terminal status are durable before
+``end`` is published, so a client that sees ``end`` and reads the run never sees it running.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+from langchain_core.callbacks import UsageMetadataCallbackHandler
+from langchain_core.runnables import RunnableConfig
+from langgraph.errors import GraphRecursionError
+
+from fawn.agent.graph import LeadAgent
+from fawn.agent.serialize import to_jsonable
+from fawn.config.settings import AppConfig
+from fawn.runs.handle import RunHandle, RunOutcome
+from fawn.runs.threads import ThreadService, thread_config
+from fawn.runs.translate import EventTranslator, graph_modes
+from fawn.store.checkpoints import Saver
+from fawn.store.runs import RunRepository, RunStatus, Usage
+from fawn.streams.bridge import StreamBridge
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Outcome:
+    status: RunStatus
+    error: dict[str, str] | None = None
+    stop_reason: str | None = None
+
+
+@dataclass(kw_only=True)
+class RunWorker:
+    config: AppConfig
+    agent: LeadAgent
+    saver: Saver
+    runs: RunRepository
+    threads: ThreadService
+    bridge: StreamBridge
+    owner: str
+
+    async def execute(self, handle: RunHandle, wait_turn: Any) -> None:
+        """Run to a terminal state. ``wait_turn`` awaits the runs ahead on the thread."""
+        usage = UsageMetadataCallbackHandler()
+        pre_run: RunnableConfig | None = None
+        try:
+            await wait_turn(handle)
+            if not await self.runs.start(handle.run_id):
+                await self._finalize(
+                    handle, Outcome(status="interrupted", stop_reason="cancelled"), usage
+                )
+                return
+            handle.started = True
+            pre = await self.agent.graph.aget_state(thread_config(handle.thread_id))
+            pre_run = pre.config if pre.config else None
+            await self.bridge.publish(
+                handle.run_id,
+                "metadata",
+                {"run_id": handle.run_id, "thread_id": handle.thread_id, "attempt": 1},
+            )
+            outcome = await self._stream(handle, usage)
+        except asyncio.CancelledError:
+            outcome = await self._cancelled(handle, pre_run)
+        except Exception as exc:
+            log.exception("run %s failed", handle.run_id)
+            outcome = Outcome(status="error", error=_error(exc), stop_reason="error")
+        await self._finalize(handle, outcome, usage)
+
+    async def _stream(self, handle: RunHandle, usage: UsageMetadataCallbackHandler) -> Outcome:
+        spec = handle.spec
+        config: RunnableConfig = {
+            "configurable": {
+                **(spec.config.get("configurable") or {}),
+                **thread_config(handle.thread_id, spec.checkpoint)["configurable"],
+                "run_id": handle.run_id,
+            },
+            "recursion_limit": int(
+                spec.config.get("recursion_limit") or self.config.agent.recursion_limit
+            ),
+            "metadata": {**spec.metadata, "run_id": handle.run_id, "thread_id": handle.thread_id},
+            "callbacks": [usage],
+            "tags": list(spec.config.get("tags") or []),
+        }
+        context = spec.options.context(
+            thread_id=handle.thread_id, run_id=handle.run_id, user_id=handle.user_id
+        )
+        translator = EventTranslator(spec.stream_modes)
+        extra: dict[str, Any] = {}
+        if spec.durability is not None:
+            extra["durability"] = spec.durability
+        try:
+            async for chunk in self.agent.graph.astream(
+                spec.graph_input(),
+                config,
+                context=context,
+                stream_mode=graph_modes(spec.stream_modes),  # type: ignore[arg-type]
+                subgraphs=spec.stream_subgraphs,
+                interrupt_before=spec.interrupt_before,
+                interrupt_after=spec.interrupt_after,
+                **extra,
+            ):
+                for event, data in translator.translate(chunk, spec.stream_subgraphs):
+                    await self.bridge.publish(handle.run_id, event, data)
+        except GraphRecursionError as exc:
+            return Outcome(status="error", error=_error(exc), stop_reason="recursion_limit")
+        snapshot = await self.agent.graph.aget_state(thread_config(handle.thread_id))
+        if any(task.interrupts for task in snapshot.tasks) or snapshot.next:
+            return Outcome(status="interrupted", stop_reason="interrupt")
+        marked = _marked_error(snapshot.values)
+        if marked is not None:
+            return Outcome(status="error", error=marked, stop_reason="model_error")
+        return Outcome(status="success", stop_reason=_stop_reason(snapshot.values))
+
+    async def _cancelled(self, handle: RunHandle, pre_run: RunnableConfig | None) -> Outcome:
+        action = handle.cancel_action
+        if action == "rollback":
+            if handle.started:
+                await self._rollback(handle.thread_id, pre_run)
+            return Outcome(status="interrupted", stop_reason="rollback")
+        if action == "interrupt":
+            return Outcome(status="interrupted", stop_reason="cancelled")
+        if action == "lease_lost":
+            return Outcome(status="error", stop_reason="lease_lost")
+        return Outcome(
+            status="error",
+            error={"error": "ServerShutdown", "message": "the server shut down during the run"},
+            stop_reason="shutdown",
+        )
+
+    async def _rollback(self, thread_id: str, pre_run: RunnableConfig | None) -> None:
+        """Restore the conversation state to before the run (files are not restored)."""
+        if pre_run is None:
+            await self.saver.adelete_thread(thread_id)
+        else:
+            await self.agent.graph.aupdate_state(pre_run, None, as_node="__copy__")
+
+    async def _finalize(
+        self, handle: RunHandle, outcome: Outcome, usage: UsageMetadataCallbackHandler
+    ) -> None:
+        handle.finalizing = True
+        run_id, thread_id = handle.run_id, handle.thread_id
+        rolled_back = outcome.stop_reason == "rollback"
+        try:
+            values = await self.final_values(thread_id)
+            if outcome.error is not None:
+                await self.bridge.publish(run_id, "error", outcome.error)
+            if rolled_back:
+                await self.runs.delete(run_id)
+            else:
+                await self.runs.finish(
+                    run_id,
+                    outcome.status,
+                    error=outcome.error["message"] if outcome.error else None,
+                    stop_reason=outcome.stop_reason,
+                    usage=_usage(usage),
+                    owner=self.owner,
+                )
+            await self._settle_thread(thread_id, outcome)
+            handle.outcome = RunOutcome(
+                status="deleted" if rolled_back else outcome.status,
+                values=values,
+                error=outcome.error,
+            )
+            await self.bridge.publish(
+                run_id, "end", {"run_id": run_id, "status": handle.outcome.status}
+            )
+            await self.bridge.close(run_id)
+        finally:
+            handle.done.set()
+
+    async def _settle_thread(self, thread_id: str, outcome: Outcome) -> None:
+        if await self.threads.repo.get(thread_id) is None:
+            return
+        if await self.runs.active(thread_id):
+            await self.threads.refresh(thread_id, status="busy")
+        elif outcome.status == "error":
+            await self.threads.refresh(thread_id, status="error", error=outcome.error)
+        elif outcome.stop_reason == "cancelled":
+            await self.threads.refresh(thread_id, status="interrupted")
+        else:
+            await self.threads.refresh(thread_id)
+
+    async def final_values(self, thread_id: str) -> Any:
+        snapshot = await self.agent.graph.aget_state(thread_config(thread_id))
+        values = to_jsonable(snapshot.values or {})
+        interrupts = [i for task in snapshot.tasks for i in task.interrupts]
+        if interrupts:
+            values["__interrupt__"] = to_jsonable(interrupts)
+        return values
+
+
+def _error(exc: BaseException) -> dict[str, str]:
+    return {"error": type(exc).__name__, "message": str(exc) or type(exc).__name__}
+
+
+def _usage(handler: UsageMetadataCallbackHandler) -> Usage:
+    totals = {"input_tokens": 0, "output_tokens": 0, "total_tokens": 0}
+    for meta in handler.usage_metadata.values():
+        for key in totals:
+            totals[key] += int(meta.get(key, 0) or 0)  # type: ignore[call-overload]
+    return Usage(
+        prompt_tokens=totals["input_tokens"],
+        completion_tokens=totals["output_tokens"],
+        total_tokens=totals["total_tokens"],
+    )
+
+
+def _last_ai_kwargs(values: Any) -> dict[str, Any]:
+    messages = (values or {}).get("messages") or []
+    for message in reversed(messages):
+        if getattr(message, "type", None) == "ai":
+            return dict(getattr(message, "additional_kwargs", {}) or {})
+    return {}
+
+
+def _marked_error(values: Any) -> dict[str, str] | None:
+    """Errors the agent's middleware marks on its fallback message (never inferred from prose)."""
+    marker = _last_ai_kwargs(values).get("fawn_error")
+    if isinstance(marker, dict):
+        return {
+            "error": str(marker.get("error", "ModelError")),
+            "message": str(marker.get("message", "")),
+        }
+    return None
+
+
+def _stop_reason(values: Any) -> str:
+    reason = _last_ai_kwargs(values).get("fawn_stop_reason")
+    return str(reason) if reason else "completed"
