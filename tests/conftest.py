@@ -1,0 +1,141 @@
+"""Shared fixtures: the scripted OpenAI stub, PostgreSQL databases, live fawn servers.
+
+Expensive things (the stub, one server per backend) are session-scoped and shared; tests
+isolate themselves with their own threads and unique script keys.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import AsyncIterator, Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from langgraph_sdk import get_client
+from langgraph_sdk.client import LangGraphClient
+
+from fawn.testing import StubServerThread, run_in_thread
+from tests.support.live import LiveServer
+from tests.support.pg import create_database, drop_database
+
+BACKENDS = ["sqlite", "postgres"]
+
+
+@pytest.fixture(scope="session")
+def stub() -> Iterator[StubServerThread]:
+    server = run_in_thread()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture(scope="session")
+def pg_url() -> Iterator[str]:
+    name, url = create_database()
+    try:
+        yield url
+    finally:
+        drop_database(name)
+
+
+def base_config(stub: StubServerThread, data_dir: Path, **overrides: Any) -> dict[str, Any]:
+    config: dict[str, Any] = {
+        "data_dir": str(data_dir),
+        "models": [
+            {
+                "name": "stub",
+                "display_name": "Stub model",
+                "use": "langchain_openai:ChatOpenAI",
+                "model": "stub-model",
+                "api_key": "sk-test-secret",
+                "base_url": stub.base_url,
+                "max_retries": 0,
+            },
+            {
+                "name": "stub-vision",
+                "use": "langchain_openai:ChatOpenAI",
+                "model": "stub-vision",
+                "api_key": "sk-test-secret",
+                "base_url": stub.base_url,
+                "max_retries": 0,
+                "supports_vision": True,
+                "supports_thinking": True,
+                "when_thinking_enabled": {"temperature": 1.0},
+            },
+        ],
+        "streams": {"heartbeat_seconds": 15.0},
+    }
+    for key, value in overrides.items():
+        if isinstance(value, dict) and isinstance(config.get(key), dict):
+            config[key] = {**config[key], **value}
+        else:
+            config[key] = value
+    return config
+
+
+@pytest.fixture(scope="session", params=BACKENDS)
+def server(
+    request: pytest.FixtureRequest,
+    stub: StubServerThread,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[LiveServer]:
+    """One shared live server per backend; tests parametrized over it run on both."""
+    backend: str = request.param
+    workdir = tmp_path_factory.mktemp(f"server-{backend}")
+    extra: dict[str, Any] = {}
+    if backend == "postgres":
+        extra["database"] = {"url": request.getfixturevalue("pg_url")}
+    live = LiveServer(base_config(stub, workdir / "data", **extra), workdir).start()
+    try:
+        yield live
+    finally:
+        live.stop()
+
+
+@pytest.fixture(scope="session")
+def sqlite_server(
+    stub: StubServerThread, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[LiveServer]:
+    workdir = tmp_path_factory.mktemp("server-sqlite-only")
+    live = LiveServer(base_config(stub, workdir / "data"), workdir).start()
+    try:
+        yield live
+    finally:
+        live.stop()
+
+
+@pytest.fixture
+def make_server(
+    stub: StubServerThread, tmp_path: Path
+) -> Iterator[Callable[..., LiveServer]]:
+    """Start a dedicated server with config overrides (restart tests, tiny windows...)."""
+    started: list[LiveServer] = []
+
+    def make(workdir: Path | None = None, **overrides: Any) -> LiveServer:
+        wd = workdir or tmp_path / f"srv{len(started)}"
+        live = LiveServer(base_config(stub, wd / "data", **overrides), wd).start()
+        started.append(live)
+        return live
+
+    try:
+        yield make
+    finally:
+        for live in started:
+            live.stop()
+
+
+@pytest.fixture
+async def client(server: LiveServer) -> AsyncIterator[LangGraphClient]:
+    lg = get_client(url=server.url, timeout=60)
+    try:
+        yield lg
+    finally:
+        await lg.aclose()
+
+
+@pytest.fixture
+def key() -> str:
+    """A unique script key (and prompt prefix) for this test."""
+    return f"k-{uuid.uuid4().hex[:10]}"
