@@ -99,6 +99,9 @@ class ModelFactory:
             kwargs.update(settings.when_thinking_enabled)
         if effort is not None:
             kwargs["reasoning_effort"] = effort
+        # Token usage is part of the run record: ask streaming providers to report it.
+        if "stream_usage" in getattr(cls, "model_fields", {}) and "stream_usage" not in kwargs:
+            kwargs["stream_usage"] = True
         try:
             return cls(**kwargs)
         except Exception as exc:  # a provider's constructor validation
