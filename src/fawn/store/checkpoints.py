@@ -5,11 +5,11 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import aiosqlite
 from langchain_core.runnables import RunnableConfig
-from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.checkpoint.base import BaseCheckpointSaver, CheckpointMetadata
 from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
 from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 from psycopg.rows import dict_row
@@ -76,7 +76,7 @@ async def copy_thread(saver: Saver, source: str, target: str) -> None:
                 **({"checkpoint_id": parent_id} if parent_id else {}),
             }
         }
-        metadata = {**item.metadata, "thread_id": target}
+        metadata = cast(CheckpointMetadata, {**item.metadata, "thread_id": target})
         stored = await saver.aput(
             config, item.checkpoint, metadata, dict(item.checkpoint["channel_versions"])
         )
