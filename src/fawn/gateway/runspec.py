@@ -7,7 +7,13 @@ from typing import Any
 from fawn.gateway.routers.assistants import LEAD_AGENT_ID, resolve_assistant
 from fawn.gateway.schemas import RunCreate
 from fawn.runs.errors import InvalidInput
-from fawn.runs.spec import SERVER_OWNED, RunSpec, command_from_json, parse_options, parse_stream_modes
+from fawn.runs.spec import (
+    SERVER_OWNED,
+    RunSpec,
+    command_from_json,
+    parse_options,
+    parse_stream_modes,
+)
 
 _UNSUPPORTED = {
     "webhook": "webhooks are not supported",
@@ -34,6 +40,10 @@ def build_spec(body: RunCreate, *, stateless: bool) -> RunSpec:
         command_from_json(body.command)
     if stateless and (body.checkpoint or body.checkpoint_id):
         raise InvalidInput("stateless runs cannot start from a checkpoint", field="checkpoint")
+    if not stateless and body.on_completion is not None:
+        raise InvalidInput(
+            "on_completion applies to stateless runs only (POST /runs...)", field="on_completion"
+        )
     config: dict[str, Any] = dict(body.config or {})
     configurable = {
         k: v for k, v in (config.get("configurable") or {}).items() if k not in SERVER_OWNED
@@ -65,4 +75,5 @@ def build_spec(body: RunCreate, *, stateless: bool) -> RunSpec:
         multitask_strategy=body.multitask_strategy,
         on_disconnect=body.on_disconnect,
         durability=durability,
+        delete_thread_on_completion=stateless and body.on_completion != "keep",
     )

@@ -145,6 +145,12 @@ class RunCreate(Body):
     strict_resume: bool | None = None
 
 
+class RunBatchItem(RunCreate):
+    """One entry of ``POST /runs/batch``: a run on ``thread_id``, or stateless without it."""
+
+    thread_id: str | None = None
+
+
 class RunCancelMany(Body):
     thread_id: str | None = None
     run_ids: list[str] | None = None

@@ -1,4 +1,18 @@
-"""RunManager: admission, per-thread ordering, cancellation, leases and recovery."""
+"""RunManager: admission, per-thread ordering, cancellation, leases and recovery.
+
+Orphans. A run row names its owner, ``<host>/<pid namespace>:<pid>:<nonce>``, and carries a
+lease the owner renews every ``lease_seconds / 3``. An active run is an orphan, marked
+``error`` with a reason and its thread freed, when
+
+- the database is SQLite: one process serves it, so at startup every active run is left over
+  from a process that is gone;
+- its lease expired (checked at startup and every ``sweep_seconds``): the owner stopped
+  renewing, wherever it ran;
+- its owner ran on this host, in this pid namespace, under a pid that no longer exists:
+  a crashed and restarted server recovers its runs at once instead of a lease later. The pid
+  namespace in the id keeps containers that share a hostname (host networking) from judging
+  each other's pids. A reused pid only makes us wait for the lease.
+"""
 
 from __future__ import annotations
 
@@ -9,6 +23,7 @@ import os
 import socket
 import uuid
 from collections.abc import Sequence
+from datetime import datetime
 from typing import Any
 
 from fawn.runs.errors import Conflict, InvalidInput, NotFound
@@ -17,11 +32,49 @@ from fawn.runs.spec import RunSpec
 from fawn.runs.worker import RunWorker
 from fawn.store.errors import RunConflict
 from fawn.store.runs import TERMINAL, NewRun, RunRecord, RunRepository, RunStatus
+from fawn.store.types import utcnow
 
 log = logging.getLogger(__name__)
 
 RECOVERY_REASON = "the server stopped while this run was in progress (recovered at startup)"
 LEASE_REASON = "the worker that owned this run stopped renewing its lease"
+
+
+def _pid_namespace() -> str:
+    try:
+        link = os.readlink("/proc/self/ns/pid")  # "pid:[4026531836]"
+    except OSError:
+        return "-"
+    return "".join(ch for ch in link if ch.isdigit()) or "-"
+
+
+def _place() -> str:
+    return f"{socket.gethostname()}/{_pid_namespace()}"
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # someone else's process
+        return True
+    return True
+
+
+def owner_gone(owner: str | None) -> bool:
+    """Whether ``owner`` was a process of this host and pid namespace that no longer exists."""
+    if not owner:
+        return False
+    place, _, rest = owner.partition(":")
+    pid, _, _ = rest.partition(":")
+    if place != _place() or place.endswith("/-") or not pid.isdigit():
+        return False
+    return int(pid) != os.getpid() and not _pid_alive(int(pid))
+
+
+def _lease_expired(record: RunRecord, now: datetime) -> bool:
+    return record.lease_expires_at is None or record.lease_expires_at < now
 
 
 class RunManager:
@@ -36,13 +89,16 @@ class RunManager:
 
     @staticmethod
     def new_owner_id() -> str:
-        return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+        return f"{_place()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
 
     # -- lifecycle -------------------------------------------------------------------------
 
     async def start(self) -> None:
+        everything = self._single_process
+        now = utcnow()
         recovered = await self._runs.recover_orphans(
-            everything=self._single_process, reason=RECOVERY_REASON
+            reason=RECOVERY_REASON,
+            is_orphan=lambda r: everything or _lease_expired(r, now) or owner_gone(r.owner),
         )
         for rec in recovered:
             log.warning(
@@ -147,27 +203,19 @@ class RunManager:
             return {"__error__": {"error": "RunError", "message": record.error or "run failed"}}
         return await self._worker.final_values(thread_id)
 
-    def delete_thread_after(self, run_id: str, thread_id: str) -> None:
-        """Stateless runs: the temporary thread goes once the run is finished."""
-
-        async def cleanup() -> None:
-            await self.wait_finished(run_id)
-            with contextlib.suppress(NotFound):
-                await self._worker.threads.delete(thread_id)
-
-        self._spawn(cleanup(), name=f"fawn-stateless-{run_id}")
-
     async def get(self, thread_id: str, run_id: str) -> RunRecord:
         record = await self._runs.get(run_id, thread_id)
         if record is None:
             raise NotFound(f"run {run_id} not found in thread {thread_id}")
         return record
 
-    async def list(
+    async def list_page(
         self, thread_id: str, *, limit: int, offset: int, status: RunStatus | None
-    ) -> list[RunRecord]:
+    ) -> tuple[list[RunRecord], int]:
+        """A page of the thread's runs, newest first, and how many match in all."""
         await self._worker.threads.get(thread_id)
-        return await self._runs.list(thread_id, limit=limit, offset=offset, status=status)
+        page = await self._runs.page(thread_id, limit=limit, offset=offset, status=status)
+        return page, await self._runs.count(thread_id, status=status)
 
     # -- cancellation ----------------------------------------------------------------------
 
@@ -254,11 +302,21 @@ class RunManager:
             try:
                 await self._renew()
                 if not self._single_process and tick % sweep_every == 0:
-                    await self._runs.recover_orphans(everything=False, reason=LEASE_REASON)
+                    await self._sweep()
             except asyncio.CancelledError:
                 raise
             except Exception:
                 log.exception("lease renewal failed")
+
+    async def _sweep(self) -> None:
+        now = utcnow()
+        mine = set(self._handles)
+        await self._runs.recover_orphans(
+            reason=LEASE_REASON,
+            is_orphan=lambda r: (
+                r.run_id not in mine and (_lease_expired(r, now) or owner_gone(r.owner))
+            ),
+        )
 
     async def _renew(self) -> None:
         ids = [h.run_id for h in self._handles.values()]

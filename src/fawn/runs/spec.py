@@ -86,6 +86,8 @@ class RunSpec:
     multitask_strategy: MultitaskStrategy = "enqueue"
     on_disconnect: OnDisconnect = "continue"
     durability: Literal["sync", "async", "exit"] | None = None
+    #: a stateless run's temporary thread goes (checkpoints, record, files) before ``end``
+    delete_thread_on_completion: bool = False
 
     def graph_input(self) -> Any:
         if self.command:

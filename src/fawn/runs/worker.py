@@ -7,6 +7,7 @@ Order at the end matters: the thread row and the run's terminal status are durab
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from dataclasses import dataclass
 from typing import Any
@@ -18,6 +19,7 @@ from langgraph.errors import GraphRecursionError
 from fawn.agent.graph import LeadAgent
 from fawn.agent.serialize import to_jsonable
 from fawn.config.settings import AppConfig
+from fawn.runs.errors import NotFound
 from fawn.runs.handle import RunHandle, RunOutcome
 from fawn.runs.threads import ThreadService, thread_config
 from fawn.runs.translate import EventTranslator, graph_modes
@@ -162,6 +164,9 @@ class RunWorker:
                     owner=self.owner,
                 )
             await self._settle_thread(thread_id, outcome)
+            if handle.spec.delete_thread_on_completion:
+                with contextlib.suppress(NotFound):
+                    await self.threads.delete(thread_id)
             handle.outcome = RunOutcome(
                 status="deleted" if rolled_back else outcome.status,
                 values=values,

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Literal
 
-from sqlalchemy import Row, and_, delete, func, insert, or_, select, update
+from sqlalchemy import Row, delete, func, insert, select, update
 from sqlalchemy.exc import IntegrityError
 
 from fawn.store.database import Database
@@ -162,7 +162,7 @@ class RunRepository:
             row = (await conn.execute(query)).first()
         return _record(row) if row is not None else None
 
-    async def list(
+    async def page(
         self, thread_id: str, *, limit: int, offset: int, status: RunStatus | None = None
     ) -> list[RunRecord]:
         query = select(runs).where(runs.c.thread_id == thread_id)
@@ -171,6 +171,13 @@ class RunRepository:
         query = query.order_by(runs.c.seq.desc()).limit(limit).offset(offset)
         async with self._db.engine.connect() as conn:
             return [_record(r) for r in (await conn.execute(query)).all()]
+
+    async def count(self, thread_id: str, *, status: RunStatus | None = None) -> int:
+        query = select(func.count()).select_from(runs).where(runs.c.thread_id == thread_id)
+        if status is not None:
+            query = query.where(runs.c.status == status)
+        async with self._db.engine.connect() as conn:
+            return int((await conn.execute(query)).scalar_one())
 
     async def active(self, thread_id: str) -> list[RunRecord]:
         query = (
@@ -276,20 +283,22 @@ class RunRepository:
             rows = (await conn.execute(select(runs).where(runs.c.run_id.in_(list(run_ids))))).all()
         return [_record(r) for r in rows]
 
-    async def recover_orphans(self, *, everything: bool, reason: str) -> list[RunRecord]:
-        """Mark active runs whose lease expired (or all, for a single-process database)
-        as ``error`` and free their threads."""
+    async def recover_orphans(
+        self, *, reason: str, is_orphan: Callable[[RunRecord], bool]
+    ) -> list[RunRecord]:
+        """Mark the active runs ``is_orphan`` picks as ``error`` (stop reason ``orphaned``) and
+        free their threads. The caller decides what makes a run an orphan (a lease that
+        expired, an owner process that is gone); the rows are locked while it decides."""
         now = utcnow()
-        condition = runs.c.status.in_(ACTIVE)
-        if not everything:
-            condition = and_(
-                condition, or_(runs.c.lease_expires_at.is_(None), runs.c.lease_expires_at < now)
-            )
         async with self._db.engine.begin() as conn:
-            rows = (await conn.execute(select(runs).where(condition))).all()
-            if not rows:
+            candidates = select(runs).where(runs.c.status.in_(ACTIVE))
+            if self._db.is_postgres:
+                candidates = candidates.with_for_update(skip_locked=True)
+            found = [_record(r) for r in (await conn.execute(candidates)).all()]
+            orphans = [r for r in found if is_orphan(r)]
+            if not orphans:
                 return []
-            ids = [r._mapping["run_id"] for r in rows]
+            ids = [r.run_id for r in orphans]
             await conn.execute(
                 update(runs)
                 .where(runs.c.run_id.in_(ids), runs.c.status.in_(ACTIVE))
@@ -301,7 +310,7 @@ class RunRepository:
                     lease_expires_at=None,
                 )
             )
-            thread_ids = sorted({r._mapping["thread_id"] for r in rows})
+            thread_ids = sorted({r.thread_id for r in orphans})
             still_active = select(runs.c.thread_id).where(
                 runs.c.thread_id.in_(thread_ids), runs.c.status.in_(ACTIVE)
             )
@@ -318,4 +327,4 @@ class RunRepository:
                     updated_at=now,
                 )
             )
-        return [_record(r) for r in rows]
+        return orphans

@@ -10,16 +10,17 @@ from typing import Annotated, Any, Literal
 from fastapi import APIRouter, Header, Query, Response
 from starlette.responses import StreamingResponse
 
+from fawn.agent.errors import AgentError
 from fawn.agent.serialize import dumps
 from fawn.gateway.deps import ServicesDep
 from fawn.gateway.responses import JSON
 from fawn.gateway.runspec import build_spec
-from fawn.gateway.schemas import RunCancelMany, RunCreate
+from fawn.gateway.schemas import RunBatchItem, RunCancelMany, RunCreate
 from fawn.gateway.services import Services
 from fawn.gateway.sse import run_stream_response
 from fawn.gateway.wire import run_json
-from fawn.runs.errors import InvalidInput, NotFound
-from fawn.runs.spec import RunSpec
+from fawn.runs.errors import InvalidInput, NotFound, ServiceError
+from fawn.runs.spec import RunSpec, parse_stream_modes
 from fawn.runs.threads import check_thread_id
 from fawn.store.runs import RunRecord, RunStatus
 from fawn.streams.sse import parse_last_event_id
@@ -29,26 +30,40 @@ router = APIRouter(tags=["runs"])
 KEEPALIVE_SECONDS = 5.0
 
 
-async def _admit(
-    services: Services, thread_id: str | None, body: RunCreate
-) -> tuple[RunRecord, RunSpec, bool]:
-    """Validate, make sure the thread exists, and submit. Returns (run, spec, stateless)."""
-    stateless = thread_id is None
+def _validate(services: Services, body: RunCreate, *, stateless: bool) -> RunSpec:
+    """Everything that can be refused before a run (or a stateless thread) exists."""
     spec = build_spec(body, stateless=stateless)
     services.models.settings(spec.options.model_name)  # unknown or no model: 400 now
     _check_nodes(services, spec)
+    return spec
+
+
+async def _ensure_thread(services: Services, thread_id: str | None, body: RunCreate) -> str:
+    """The thread the run goes on: a new temporary one for a stateless run."""
     if thread_id is None:
         record = await services.threads.create(None, {"stateless": True}, "raise")
-        thread_id = record.thread_id
-    elif await services.threads.repo.get(thread_id) is None:
+        return record.thread_id
+    if await services.threads.repo.get(thread_id) is None:
         if body.if_not_exists != "create":
             raise NotFound(f"thread {thread_id} not found")
         check_thread_id(thread_id)
         await services.threads.create(thread_id, None, "do_nothing")
-    run = await services.runs.submit(thread_id, spec)
-    if stateless and body.on_completion != "keep":
-        services.runs.delete_thread_after(run.run_id, thread_id)
-    return run, spec, stateless
+    return thread_id
+
+
+async def _admit(
+    services: Services, thread_id: str | None, body: RunCreate
+) -> tuple[RunRecord, RunSpec]:
+    spec = _validate(services, body, stateless=thread_id is None)
+    target = await _ensure_thread(services, thread_id, body)
+    try:
+        run = await services.runs.submit(target, spec)
+    except BaseException:
+        if thread_id is None:  # a refused stateless run leaves no temporary thread behind
+            with contextlib.suppress(NotFound):
+                await services.threads.delete(target)
+        raise
+    return run, spec
 
 
 def _check_nodes(services: Services, spec: RunSpec) -> None:
@@ -59,7 +74,9 @@ def _check_nodes(services: Services, spec: RunSpec) -> None:
             unknown = [n for n in value if n not in nodes]
             if unknown:
                 known = ", ".join(n for n in nodes if not n.startswith("__"))
-                raise InvalidInput(f"{name}: unknown node(s) {', '.join(unknown)}; nodes: {known}", field=name)
+                raise InvalidInput(
+                    f"{name}: unknown node(s) {', '.join(unknown)}; nodes: {known}", field=name
+                )
 
 
 def _locations(run: RunRecord) -> dict[str, str]:
@@ -67,12 +84,12 @@ def _locations(run: RunRecord) -> dict[str, str]:
 
 
 async def _create(services: Services, thread_id: str | None, body: RunCreate) -> Response:
-    run, _, _ = await _admit(services, thread_id, body)
+    run, _ = await _admit(services, thread_id, body)
     return JSON(run_json(run), headers=_locations(run))
 
 
 async def _stream(services: Services, thread_id: str | None, body: RunCreate) -> Response:
-    run, spec, _ = await _admit(services, thread_id, body)
+    run, spec = await _admit(services, thread_id, body)
     manager = services.runs
 
     def disconnected() -> None:
@@ -90,11 +107,13 @@ async def _stream(services: Services, thread_id: str | None, body: RunCreate) ->
 
 
 async def _wait(services: Services, thread_id: str | None, body: RunCreate) -> Response:
-    run, spec, _ = await _admit(services, thread_id, body)
+    run, spec = await _admit(services, thread_id, body)
     on_leave = None
     if spec.on_disconnect == "cancel":
+
         def on_leave() -> None:
             services.runs.cancel_soon(run.run_id, "interrupt")
+
     headers = {
         **_locations(run),
         "Location": f"/threads/{run.thread_id}/runs/{run.run_id}/join",
@@ -161,6 +180,25 @@ async def wait_stateless(body: RunCreate, services: ServicesDep) -> Response:
     return await _wait(services, None, body)
 
 
+@router.post("/runs/batch")
+async def create_batch(body: list[RunBatchItem], services: ServicesDep) -> Response:
+    """Background runs, each on its ``thread_id`` or stateless. Every item is validated before
+    any run is created, so a refused batch creates nothing."""
+    specs: list[RunSpec] = []
+    for index, item in enumerate(body):
+        try:
+            specs.append(_validate(services, item, stateless=item.thread_id is None))
+            if item.thread_id is not None and item.if_not_exists != "create":
+                await services.threads.get(item.thread_id)
+        except (ServiceError, AgentError) as exc:
+            raise InvalidInput(f"[{index}] {exc}", field=f"[{index}]") from exc
+    runs = []
+    for item in body:
+        run, _ = await _admit(services, item.thread_id, item)
+        runs.append(run_json(run))
+    return JSON(runs)
+
+
 @router.post("/runs/cancel", status_code=204)
 async def cancel_many(
     body: RunCancelMany,
@@ -181,8 +219,13 @@ async def list_runs(
     offset: Annotated[int, Query(ge=0)] = 0,
     status: RunStatus | None = None,
 ) -> Response:
-    runs = await services.runs.list(thread_id, limit=limit, offset=offset, status=status)
-    return JSON([run_json(r) for r in runs])
+    runs, total = await services.runs.list_page(
+        thread_id, limit=limit, offset=offset, status=status
+    )
+    headers = {"X-Pagination-Total": str(total)}
+    if offset + len(runs) < total:
+        headers["X-Pagination-Next"] = str(offset + len(runs))
+    return JSON([run_json(r) for r in runs], headers=headers)
 
 
 @router.get("/threads/{thread_id}/runs/{run_id}")
@@ -215,6 +258,9 @@ async def join_stream(
 ) -> Response:
     run = await services.runs.get(thread_id, run_id)
     after = parse_last_event_id(last_event_id)
+    # The SDK sends ``stream_mode=`` (empty) when the caller gave none: that means all modes.
+    wanted = [m for m in stream_mode or [] if m]
+    modes = parse_stream_modes(wanted) if wanted else None
     if not await services.bridge.exists(run_id):
         raise NotFound(
             f"the stream of run {run_id} is no longer retained (status {run.status}); "
@@ -233,6 +279,7 @@ async def join_stream(
         after=after,
         heartbeat_seconds=services.config.streams.heartbeat_seconds,
         on_disconnect=disconnected,
+        modes=modes,
     )
 
 

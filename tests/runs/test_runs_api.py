@@ -1,0 +1,354 @@
+"""Every ``client.runs.*`` method against a live server, whole responses asserted."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+import httpx
+import pytest
+from langgraph_sdk.client import LangGraphClient
+from langgraph_sdk.errors import ConflictError, NotFoundError, UnprocessableEntityError
+
+from tests.runs.runs_helpers import (
+    ANY_ISO,
+    ANY_UUID,
+    ai,
+    ai_invoked,
+    collect,
+    end_event,
+    human,
+    metadata_event,
+    new_thread,
+    pairs,
+    slow_turn,
+    state,
+    user,
+    wait_status,
+    wait_streaming,
+)
+from tests.support.live import LiveServer
+
+LEAD_AGENT_ID = str(uuid.uuid5(uuid.UUID("6ba7b821-9dad-11d1-80b4-00c04fd430c8"), "lead_agent"))
+
+
+def run_shape(
+    tid: str,
+    *,
+    status: str,
+    input: Any = None,
+    stream_mode: list[str] | None = None,
+    metadata: dict[str, Any] | None = None,
+    strategy: str = "enqueue",
+    usage: Any = None,
+    stop_reason: str | None = None,
+    error: str | None = None,
+    **kwargs: Any,
+) -> dict[str, Any]:
+    """A whole run record as the API answers it."""
+    return {
+        "run_id": ANY_UUID,
+        "thread_id": tid,
+        "assistant_id": LEAD_AGENT_ID,
+        "created_at": ANY_ISO,
+        "updated_at": ANY_ISO,
+        "status": status,
+        "metadata": metadata or {},
+        "multitask_strategy": strategy,
+        "kwargs": {
+            "input": input,
+            "command": None,
+            "config": {"configurable": {}},
+            "context": {
+                "thinking_enabled": False,
+                "reasoning_effort": None,
+                "model_name": None,
+                "is_plan_mode": False,
+                "subagent_enabled": False,
+                "max_concurrent_subagents": 3,
+                "agent_name": None,
+            },
+            "stream_mode": stream_mode or ["values"],
+            "subgraphs": False,
+            "resumable": False,
+            "interrupt_before": None,
+            "interrupt_after": None,
+            "checkpoint": None,
+            "on_disconnect": "continue",
+            "durability": None,
+            **kwargs,
+        },
+        "error": error,
+        "stop_reason": stop_reason,
+        "usage": usage or {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0},
+    }
+
+
+async def test_create_then_join_get_and_list(client: LangGraphClient, stub: Any, key: str) -> None:
+    stub.add_script(key, [{"content": "background reply"}])
+    tid = await new_thread(client)
+    run = await client.runs.create(tid, "lead_agent", input=user(key), metadata={"tag": "bg"})
+    assert run == run_shape(tid, status="pending", input=user(key), metadata={"tag": "bg"})
+
+    final = await client.runs.join(tid, run["run_id"])
+    assert final == state(human(key), ai_invoked("background reply"))
+
+    done = await client.runs.get(tid, run["run_id"])
+    usage = final["messages"][-1]["usage_metadata"]
+    assert done == run_shape(
+        tid,
+        status="success",
+        input=user(key),
+        metadata={"tag": "bg"},
+        stop_reason="completed",
+        usage={
+            "prompt_tokens": usage["input_tokens"],
+            "completion_tokens": usage["output_tokens"],
+            "total_tokens": usage["total_tokens"],
+        },
+    )
+    assert done["run_id"] == run["run_id"]
+    assert done["created_at"] == run["created_at"]
+    assert await client.runs.list(tid) == [done]
+    thread = await client.threads.get(tid)
+    assert (thread["status"], thread["values"]) == ("idle", final)
+
+
+async def test_streamed_run_records_token_usage(
+    client: LangGraphClient, stub: Any, key: str
+) -> None:
+    stub.add_script(key, [{"content": "counted words here"}])
+    tid = await new_thread(client)
+    events = await collect(
+        client.runs.stream(tid, "lead_agent", input=user(key), stream_mode="messages-tuple")
+    )
+    run = await client.runs.get(tid, events[0].data["run_id"])
+    reply = (await client.threads.get_state(tid))["values"]["messages"][-1]
+    assert reply == ai("counted words here")
+    assert run["usage"] == {
+        "prompt_tokens": reply["usage_metadata"]["input_tokens"],
+        "completion_tokens": reply["usage_metadata"]["output_tokens"],
+        "total_tokens": reply["usage_metadata"]["total_tokens"],
+    }
+    assert run["usage"]["completion_tokens"] == 3
+    assert run["usage"]["prompt_tokens"] > 0
+
+
+async def test_stream_sequence_and_wait(client: LangGraphClient, stub: Any, key: str) -> None:
+    stub.add_script(key, [{"content": "first"}, {"content": "second"}])
+    tid = await new_thread(client)
+    events = await collect(client.runs.stream(tid, "lead_agent", input=user(f"{key} one")))
+    run_id = events[0].data["run_id"]
+    one = state(human(f"{key} one"), ai_invoked("first"))
+    assert pairs(events) == [
+        metadata_event(run_id, tid),
+        ("values", state(human(f"{key} one"))),
+        ("values", one),
+        end_event(run_id),
+    ]
+    answer = await client.runs.wait(tid, "lead_agent", input=user("two"))
+    assert answer == state(*one["messages"], human("two"), ai_invoked("second"))
+    assert (await client.threads.get_state(tid))["values"] == answer
+
+
+async def test_list_pages_and_filters_newest_first(
+    server: LiveServer, client: LangGraphClient, stub: Any, key: str
+) -> None:
+    stub.add_script(key, [{"content": "a"}, {"content": "b"}, {"content": "c"}])
+    tid = await new_thread(client)
+    ids = []
+    for text in ("one", "two", "three"):
+        run = await client.runs.create(tid, "lead_agent", input=user(f"{key} {text}"))
+        await client.runs.join(tid, run["run_id"])
+        ids.append(run["run_id"])
+    newest_first = ids[::-1]
+
+    async def listed(**kw: Any) -> list[str]:
+        return [r["run_id"] for r in await client.runs.list(tid, **kw)]
+
+    assert await listed() == newest_first
+    assert await listed(limit=2) == newest_first[:2]
+    assert await listed(limit=2, offset=2) == newest_first[2:]
+    assert await listed(offset=3) == []
+    assert await listed(status="success") == newest_first
+    assert await listed(status="error") == []
+    async with httpx.AsyncClient(base_url=server.url) as http:
+        page = await http.get(f"/threads/{tid}/runs", params={"limit": 2})
+        last = await http.get(f"/threads/{tid}/runs", params={"limit": 2, "offset": 2})
+    assert page.headers["x-pagination-total"] == "3"
+    assert page.headers["x-pagination-next"] == "2"
+    assert last.headers["x-pagination-total"] == "3"
+    assert "x-pagination-next" not in last.headers
+
+
+async def test_list_and_get_of_unknown_things_are_404(client: LangGraphClient) -> None:
+    tid = await new_thread(client)
+    with pytest.raises(NotFoundError):
+        await client.runs.list(str(uuid.uuid4()))
+    with pytest.raises(NotFoundError):
+        await client.runs.get(tid, str(uuid.uuid4()))
+    with pytest.raises(httpx.HTTPStatusError) as caught:  # join raises httpx's own error
+        await client.runs.join(tid, str(uuid.uuid4()))
+    assert caught.value.response.status_code == 404
+    with pytest.raises(NotFoundError):
+        await client.runs.delete(tid, str(uuid.uuid4()))
+
+
+async def test_delete_active_is_409_finished_is_204(
+    server: LiveServer, client: LangGraphClient, stub: Any, key: str
+) -> None:
+    stub.add_script(key, [slow_turn(20, 0.05)])
+    tid = await new_thread(client)
+    run = await client.runs.create(tid, "lead_agent", input=user(key), stream_mode="messages-tuple")
+    with pytest.raises(ConflictError):
+        await client.runs.delete(tid, run["run_id"])
+    await client.runs.join(tid, run["run_id"])
+    async with httpx.AsyncClient(base_url=server.url) as http:
+        response = await http.delete(f"/threads/{tid}/runs/{run['run_id']}")
+    assert (response.status_code, response.content) == (204, b"")
+    with pytest.raises(NotFoundError):
+        await client.runs.get(tid, run["run_id"])
+    assert await client.runs.list(tid) == []
+
+
+async def test_join_a_running_run_waits_for_its_values(
+    client: LangGraphClient, stub: Any, key: str
+) -> None:
+    stub.add_script(key, [slow_turn(10, 0.05)])
+    tid = await new_thread(client)
+    run = await client.runs.create(tid, "lead_agent", input=user(key), stream_mode="messages-tuple")
+    await wait_streaming(client, tid, run["run_id"])
+    assert (await client.runs.get(tid, run["run_id"]))["status"] == "running"
+    final = await client.runs.join(tid, run["run_id"])
+    assert final == state(human(key), ai(slow_turn(10)["content"]))
+
+
+async def test_create_response_headers(server: LiveServer, stub: Any, key: str) -> None:
+    stub.add_script(key, [{"content": "x"}])
+    async with httpx.AsyncClient(base_url=server.url, timeout=30) as http:
+        tid = (await http.post("/threads", json={})).json()["thread_id"]
+        created = await http.post(
+            f"/threads/{tid}/runs", json={"assistant_id": LEAD_AGENT_ID, "input": user(key)}
+        )
+        run_id = created.json()["run_id"]
+        waited = await http.post(
+            f"/threads/{tid}/runs/wait", json={"assistant_id": "lead_agent", "input": user(key)}
+        )
+    assert created.status_code == 200
+    assert created.headers["content-location"] == f"/threads/{tid}/runs/{run_id}"
+    assert waited.status_code == 200
+    wait_run = waited.headers["content-location"].rsplit("/", 1)[1]
+    assert waited.headers["location"] == f"/threads/{tid}/runs/{wait_run}/join"
+
+
+async def test_if_not_exists_create_makes_the_thread(
+    client: LangGraphClient, stub: Any, key: str
+) -> None:
+    stub.add_script(key, [{"content": "made"}])
+    tid = str(uuid.uuid4())
+    with pytest.raises(httpx.HTTPStatusError) as caught:
+        await client.runs.wait(tid, "lead_agent", input=user(key))
+    assert caught.value.response.status_code == 404
+    answer = await client.runs.wait(tid, "lead_agent", input=user(key), if_not_exists="create")
+    assert answer == state(human(key), ai_invoked("made"))
+    assert (await client.threads.get(tid))["status"] == "idle"
+
+
+# -- stateless runs ----------------------------------------------------------------------
+
+
+async def test_stateless_wait_deletes_its_thread(
+    client: LangGraphClient, stub: Any, key: str
+) -> None:
+    stub.add_script(key, [{"content": "ephemeral"}])
+    created: list[str] = []
+    answer = await client.runs.wait(
+        None,
+        "lead_agent",
+        input=user(key),
+        on_run_created=lambda meta: created.append(str(meta["thread_id"])),
+    )
+    assert answer == state(human(key), ai_invoked("ephemeral"))
+    (tid,) = created
+    with pytest.raises(NotFoundError):
+        await client.threads.get(tid)
+
+
+async def test_stateless_stream_deletes_its_thread(
+    client: LangGraphClient, stub: Any, key: str
+) -> None:
+    stub.add_script(key, [{"content": "gone"}])
+    events = await collect(client.runs.stream(None, "lead_agent", input=user(key)))
+    run_id, tid = events[0].data["run_id"], events[0].data["thread_id"]
+    assert pairs(events) == [
+        metadata_event(run_id, tid),
+        ("values", state(human(key))),
+        ("values", state(human(key), ai_invoked("gone"))),
+        end_event(run_id),
+    ]
+    with pytest.raises(NotFoundError):
+        await client.threads.get(tid)
+
+
+async def test_stateless_create_keep_leaves_the_thread(
+    client: LangGraphClient, stub: Any, key: str
+) -> None:
+    stub.add_script(key, [{"content": "kept"}])
+    run = await client.runs.create(None, "lead_agent", input=user(key), on_completion="keep")
+    tid = run["thread_id"]
+    assert await client.runs.join(tid, run["run_id"]) == state(human(key), ai_invoked("kept"))
+    thread = await client.threads.get(tid)
+    assert (thread["status"], thread["metadata"]) == ("idle", {"stateless": True})
+    assert (await client.runs.get(tid, run["run_id"]))["status"] == "success"
+
+
+async def test_stateless_create_default_deletes_after_completion(
+    client: LangGraphClient, stub: Any, key: str
+) -> None:
+    stub.add_script(key, [{"content": "bye"}])
+    run = await client.runs.create(None, "lead_agent", input=user(key), stream_mode="values")
+    tid = run["thread_id"]
+    events = await collect(client.runs.join_stream(tid, run["run_id"]))
+    assert pairs(events)[-1] == end_event(run["run_id"])
+    with pytest.raises(NotFoundError):
+        await client.threads.get(tid)
+
+
+async def test_on_completion_on_a_thread_run_is_422(client: LangGraphClient) -> None:
+    tid = await new_thread(client)
+    with pytest.raises(UnprocessableEntityError) as caught:
+        await client.runs.create(tid, "lead_agent", input=user("x"), on_completion="keep")
+    assert "on_completion" in str(caught.value)
+
+
+async def test_create_batch(client: LangGraphClient, stub: Any, key: str) -> None:
+    stub.add_script(key, [{"content": "batched"}])
+    tid = await new_thread(client)
+    runs = await client.runs.create_batch(
+        [
+            {"assistant_id": "lead_agent", "input": user(f"{key} a"), "thread_id": tid},
+            {"assistant_id": "lead_agent", "input": user(f"{key} b"), "on_completion": "keep"},  # type: ignore[typeddict-unknown-key]
+        ]
+    )
+    assert [r["status"] for r in runs] == ["pending", "pending"]
+    assert runs[0]["thread_id"] == tid
+    for run in runs:
+        await wait_status(client, run["thread_id"], run["run_id"], ("success",))
+    assert (await client.threads.get_state(tid))["values"] == state(
+        human(f"{key} a"), ai_invoked("batched")
+    )
+
+
+async def test_create_batch_validates_every_item_first(
+    client: LangGraphClient, key: str
+) -> None:
+    tid = await new_thread(client)
+    with pytest.raises(UnprocessableEntityError) as caught:
+        await client.runs.create_batch(
+            [
+                {"assistant_id": "lead_agent", "input": user(key), "thread_id": tid},
+                {"assistant_id": "nope", "input": user(key)},
+            ]
+        )
+    assert "[1]" in str(caught.value)
+    assert await client.runs.list(tid) == []
