@@ -9,7 +9,7 @@ from fastapi import FastAPI
 
 from fawn.config.settings import AppConfig
 from fawn.gateway.errors import install_error_handlers
-from fawn.gateway.routers import assistants, runs, system, threads
+from fawn.gateway.routers import assistants, files, models, runs, system, threads
 from fawn.gateway.services import open_services
 
 
@@ -29,4 +29,6 @@ def create_app(config: AppConfig) -> FastAPI:
     install_error_handlers(app)
     for module in (system, assistants, threads, runs):
         app.include_router(module.router)
+    app.include_router(files.router)
+    app.include_router(models.router)
     return app

@@ -13,7 +13,15 @@ from starlette.responses import Response
 from fawn.agent.errors import AgentError, NoModelConfigured, UnknownModel
 from fawn.gateway.responses import JSON
 from fawn.runs.errors import BadRequest, Conflict, InvalidInput, NotFound, ServiceError
-from fawn.sandbox.errors import SandboxError
+from fawn.sandbox.errors import (
+    ForbiddenPath,
+    InvalidFilename,
+    NoSuchFile,
+    SandboxError,
+    TooManyFiles,
+    UnsafeUploadTarget,
+    UploadTooLarge,
+)
 from fawn.store.errors import RunNotFound, StoreError, ThreadExists, ThreadNotFound
 from fawn.streams.events import StreamError
 
@@ -30,6 +38,12 @@ _STATUS: list[tuple[type[Exception], int]] = [
     (UnknownModel, 400),
     (NoModelConfigured, 400),
     (StreamError, 400),
+    (NoSuchFile, 404),
+    (ForbiddenPath, 403),
+    (UploadTooLarge, 413),
+    (TooManyFiles, 413),
+    (UnsafeUploadTarget, 409),
+    (InvalidFilename, 422),
     (SandboxError, 400),
 ]
 

@@ -3,10 +3,16 @@
 ```
 SandboxError                 code, retryable
  ├── PathOutsideSandbox      path_outside_sandbox
+ │    └── ForbiddenPath      forbidden_path        (refused to an HTTP client)
  ├── PathNotFound            path_not_found
  ├── ReadOnlyPath            read_only_path
  ├── SandboxUnavailable      sandbox_unavailable
- └── InvalidThreadId         invalid_thread_id
+ ├── InvalidThreadId         invalid_thread_id
+ ├── InvalidFilename         invalid_filename
+ ├── UploadTooLarge          upload_too_large
+ ├── TooManyFiles            too_many_files
+ ├── UnsafeUploadTarget      unsafe_upload_target
+ └── NoSuchFile              file_not_found
 ```
 
 Messages are shown to the model and to users, so they only ever name *virtual* paths
@@ -57,3 +63,39 @@ class InvalidThreadId(SandboxError):
     """A thread id that is not safe to use as a directory name."""
 
     code = "invalid_thread_id"
+
+
+class ForbiddenPath(PathOutsideSandbox):
+    """A path an HTTP client asked for that leaves the thread's ``/mnt/user-data`` mounts."""
+
+    code = "forbidden_path"
+
+
+class InvalidFilename(SandboxError):
+    """An upload name that reduces to nothing usable (empty, ``.``, ``..``, only separators)."""
+
+    code = "invalid_filename"
+
+
+class UploadTooLarge(SandboxError):
+    """An uploaded file larger than ``uploads.max_file_bytes``; nothing of it is kept."""
+
+    code = "upload_too_large"
+
+
+class TooManyFiles(SandboxError):
+    """More files in one upload request than ``uploads.max_files``."""
+
+    code = "too_many_files"
+
+
+class UnsafeUploadTarget(SandboxError):
+    """The upload's name is taken by something that is not a regular file (a symlink, a directory)."""
+
+    code = "unsafe_upload_target"
+
+
+class NoSuchFile(SandboxError):
+    """A file named by a request (an upload, an artifact) that does not exist as a regular file."""
+
+    code = "file_not_found"

@@ -1,0 +1,406 @@
+"""Application routes for a thread's files: uploads in, artifacts out (``/api/threads/...``).
+
+Uploads are parsed from the request stream as they arrive (python-multipart's streaming
+parser) and written straight into the thread's uploads directory, so the per-file size cap
+stops an oversized file at the limit instead of after spooling it. A request's files are
+committed together, or not at all.
+
+Artifacts are served from an already opened file (see :mod:`fawn.sandbox.artifacts`), with
+single-range support. Types a browser would run as a document in our origin (HTML, XHTML,
+SVG, XML) are always sent as attachments.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import io
+import mimetypes
+import re
+from collections import deque
+from collections.abc import AsyncGenerator, AsyncIterator
+from contextlib import aclosing
+from dataclasses import dataclass
+from email.utils import formatdate
+from typing import Any
+from urllib.parse import quote
+
+import anyio.to_thread
+from fastapi import APIRouter, HTTPException, Request, Response
+from python_multipart.exceptions import FormParserError
+from python_multipart.multipart import MultipartParser, parse_options_header
+from starlette.datastructures import Headers
+from starlette.responses import StreamingResponse
+
+from fawn.gateway.deps import ServicesDep
+from fawn.gateway.responses import JSON
+from fawn.runs.errors import InvalidInput
+from fawn.sandbox.artifacts import ArtifactFile, open_artifact
+from fawn.sandbox.errors import TooManyFiles
+from fawn.sandbox.paths import ThreadPaths
+from fawn.sandbox.uploads import (
+    StagedUpload,
+    commit_uploads,
+    delete_upload,
+    discard_uploads,
+    list_uploads,
+    stage_upload,
+)
+
+router = APIRouter(tags=["files"])
+
+UPLOAD_FIELD = "files"
+
+_UPLOAD_BODY: dict[str, Any] = {
+    "requestBody": {
+        "required": True,
+        "content": {
+            "multipart/form-data": {
+                "schema": {
+                    "type": "object",
+                    "properties": {
+                        UPLOAD_FIELD: {
+                            "type": "array",
+                            "items": {"type": "string", "format": "binary"},
+                        }
+                    },
+                    "required": [UPLOAD_FIELD],
+                }
+            }
+        },
+    }
+}
+
+
+# -- uploads --------------------------------------------------------------------------------
+
+
+@router.post("/api/threads/{thread_id}/uploads", openapi_extra=_UPLOAD_BODY)
+async def upload_files(thread_id: str, request: Request, services: ServicesDep) -> Response:
+    """Save the ``files`` parts of a multipart body into ``/mnt/user-data/uploads``."""
+    await services.threads.get(thread_id)
+    paths = ThreadPaths.for_thread(services.data_dir, thread_id)
+    limits = services.config.uploads
+    staged: list[StagedUpload] = []
+    try:
+        async with aclosing(_file_parts(request)) as parts:
+            async for filename, body in parts:
+                if len(staged) == limits.max_files:
+                    raise TooManyFiles(
+                        f"too many files: at most {limits.max_files} per request (uploads.max_files)"
+                    )
+                staged.append(
+                    await stage_upload(paths, filename, body, max_bytes=limits.max_file_bytes)
+                )
+        if not staged:
+            raise InvalidInput(f"no files: send one or more parts named {UPLOAD_FIELD!r}")
+        # A few renames in one local directory: done inline so a cancellation cannot land
+        # between committing and cleaning up.
+        files = commit_uploads(paths, staged)
+    except BaseException:
+        discard_uploads(paths, staged)
+        raise
+    return JSON(
+        {
+            "success": True,
+            "files": files,
+            "message": f"Successfully uploaded {len(files)} file(s)",
+        }
+    )
+
+
+@router.get("/api/threads/{thread_id}/uploads")
+async def get_uploads(thread_id: str, services: ServicesDep) -> Response:
+    await services.threads.get(thread_id)
+    paths = ThreadPaths.for_thread(services.data_dir, thread_id)
+    files = await asyncio.to_thread(list_uploads, paths)
+    return JSON({"files": files, "count": len(files)})
+
+
+@router.delete("/api/threads/{thread_id}/uploads/{filename}")
+async def remove_upload(thread_id: str, filename: str, services: ServicesDep) -> Response:
+    await services.threads.get(thread_id)
+    paths = ThreadPaths.for_thread(services.data_dir, thread_id)
+    await asyncio.to_thread(delete_upload, paths, filename)
+    return JSON({"success": True, "message": f"Deleted {filename}"})
+
+
+@dataclass(frozen=True)
+class _PartStart:
+    field: str
+    filename: str | None
+
+
+# A part's start, a piece of its body, or None for its end.
+_Event = _PartStart | bytes | None
+
+
+class _MultipartEvents:
+    """python-multipart's callbacks collected, in order, for the async side to drain."""
+
+    def __init__(self, boundary: bytes) -> None:
+        self.pending: deque[_Event] = deque()
+        self.complete = False
+        self._disposition = b""
+        self._name = bytearray()
+        self._value = bytearray()
+        self.parser = MultipartParser(
+            boundary,
+            {
+                "on_part_begin": self._on_part_begin,
+                "on_header_field": self._on_header_field,
+                "on_header_value": self._on_header_value,
+                "on_header_end": self._on_header_end,
+                "on_headers_finished": self._on_headers_finished,
+                "on_part_data": self._on_part_data,
+                "on_part_end": self._on_part_end,
+                "on_end": self._on_end,
+            },
+        )
+
+    def _on_part_begin(self) -> None:
+        self._disposition = b""
+
+    def _on_header_field(self, data: bytes, start: int, end: int) -> None:
+        self._name += data[start:end]
+
+    def _on_header_value(self, data: bytes, start: int, end: int) -> None:
+        self._value += data[start:end]
+
+    def _on_header_end(self) -> None:
+        if self._name.lower() == b"content-disposition":
+            self._disposition = bytes(self._value)
+        self._name.clear()
+        self._value.clear()
+
+    def _on_headers_finished(self) -> None:
+        # Header bytes arrive as latin-1; browsers put UTF-8 file names in them.
+        _, options = parse_options_header(self._disposition.decode("latin-1"))
+        field = options.get(b"name", b"").decode("utf-8", "replace")
+        filename = options.get(b"filename")
+        self.pending.append(
+            _PartStart(field, None if filename is None else filename.decode("utf-8", "replace"))
+        )
+
+    def _on_part_data(self, data: bytes, start: int, end: int) -> None:
+        self.pending.append(data[start:end])
+
+    def _on_part_end(self) -> None:
+        self.pending.append(None)
+
+    def _on_end(self) -> None:
+        self.complete = True
+
+    async def feed(self, stream: AsyncIterator[bytes]) -> AsyncGenerator[_Event, None]:
+        """Parse ``stream`` and yield its events; raise if the body is malformed or cut short."""
+        try:
+            async for chunk in stream:
+                self.parser.write(chunk)
+                while self.pending:
+                    yield self.pending.popleft()
+            self.parser.finalize()
+        except FormParserError as exc:
+            raise InvalidInput("the request body is not valid multipart/form-data") from exc
+        while self.pending:
+            yield self.pending.popleft()
+        if not self.complete:
+            raise InvalidInput("the multipart body ended before its closing boundary")
+
+
+async def _file_parts(request: Request) -> AsyncGenerator[tuple[str, AsyncIterator[bytes]], None]:
+    """``(filename, body)`` for each file part; consume each body before asking for the next."""
+    media_type, options = parse_options_header(request.headers.get("content-type"))
+    boundary = options.get(b"boundary")
+    if media_type != b"multipart/form-data" or not boundary:
+        raise InvalidInput(
+            f"send the files as multipart/form-data, in parts named {UPLOAD_FIELD!r}"
+        )
+    events = _MultipartEvents(boundary)
+    async with aclosing(events.feed(request.stream())) as stream:
+        async for event in stream:
+            if not isinstance(event, _PartStart):
+                continue
+            if event.field != UPLOAD_FIELD or event.filename is None:
+                raise InvalidInput(
+                    f"unexpected form field {event.field!r}: only files, in parts named "
+                    f"{UPLOAD_FIELD!r}, are accepted",
+                    field=event.field,
+                )
+            yield event.filename, _part_body(stream)
+
+
+async def _part_body(stream: AsyncIterator[_Event]) -> AsyncIterator[bytes]:
+    async for event in stream:
+        if event is None:
+            return
+        if isinstance(event, bytes):
+            yield event
+
+
+# -- artifacts ------------------------------------------------------------------------------
+
+_CHUNK_BYTES = 64 * 1024
+
+# Types a browser renders as a document able to run script in our origin.
+_ACTIVE_TYPES = frozenset(
+    {"text/html", "application/xhtml+xml", "image/svg+xml", "text/xml", "application/xml"}
+)
+
+_RANGE = re.compile(r"bytes=([0-9]*)-([0-9]*)", re.ASCII | re.IGNORECASE)
+
+# Types agents often write that Python's built-in table lacks.
+_EXTRA_TYPES = {
+    ".md": "text/markdown",
+    ".markdown": "text/markdown",
+    ".log": "text/plain",
+    ".go": "text/plain",
+    ".rs": "text/plain",
+    ".sql": "text/plain",
+    ".ts": "text/plain",
+    ".tsx": "text/plain",
+    ".yaml": "application/yaml",
+    ".yml": "application/yaml",
+    ".toml": "application/toml",
+    ".jsonl": "application/jsonl",
+    ".ipynb": "application/x-ipynb+json",
+    ".xhtml": "application/xhtml+xml",
+    ".webp": "image/webp",
+    ".docx": "application/vnd.openxmlformats-officedocument.wordprocessingml.document",
+    ".xlsx": "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
+    ".pptx": "application/vnd.openxmlformats-officedocument.presentationml.presentation",
+}
+
+
+@router.get("/api/threads/{thread_id}/artifacts/{path:path}")
+async def get_artifact(
+    thread_id: str,
+    path: str,
+    request: Request,
+    services: ServicesDep,
+    download: bool = False,
+) -> Response:
+    """A file of the thread by virtual path without its leading slash.
+
+    For example ``mnt/user-data/outputs/report.md``. 403 for a path leaving the thread's
+    ``/mnt/user-data/{workspace,uploads,outputs}`` (symlinks included), 404 for no regular
+    file there. ``Range: bytes=a-b`` gives 206 (or 416); ``download=true`` forces an
+    attachment.
+    """
+    await services.threads.get(thread_id)
+    paths = ThreadPaths.for_thread(services.data_dir, thread_id)
+    # anyio's worker call is not abandoned on cancellation, so the opened file never leaks.
+    artifact = await anyio.to_thread.run_sync(open_artifact, paths, "/" + path)
+    try:
+        return _artifact_response(artifact, request.headers, force_download=download)
+    except BaseException:
+        artifact.file.close()
+        raise
+
+
+def _artifact_response(
+    artifact: ArtifactFile, request_headers: Headers, *, force_download: bool
+) -> Response:
+    size = artifact.stat.st_size
+    etag = f'"{artifact.stat.st_ino:x}-{artifact.stat.st_mtime_ns:x}-{size:x}"'
+    last_modified = formatdate(artifact.stat.st_mtime, usegmt=True)
+    media_type = _media_type(artifact.name)
+    attachment = force_download or _runs_script(media_type)
+    headers = {
+        "accept-ranges": "bytes",
+        "content-disposition": _disposition(
+            "attachment" if attachment else "inline", artifact.name
+        ),
+        "etag": etag,
+        "last-modified": last_modified,
+        "x-content-type-options": "nosniff",
+    }
+    if_range = request_headers.get("if-range")
+    span = None
+    if if_range is None or if_range in (etag, last_modified):
+        span = _requested_range(request_headers.get("range"), size)
+    start, end = span or (0, size)
+    if span is not None:
+        headers["content-range"] = f"bytes {start}-{end - 1}/{size}"
+    headers["content-length"] = str(end - start)
+    return StreamingResponse(
+        _read(artifact.file, start, end),
+        status_code=206 if span is not None else 200,
+        media_type=media_type,
+        headers=headers,
+    )
+
+
+def _requested_range(header: str | None, size: int) -> tuple[int, int] | None:
+    """The one ``[start, end)`` asked for by ``Range``, or None to send the whole file.
+
+    Multiple ranges, other units and malformed values are ignored (RFC 9110 lets a server
+    answer any Range with the full representation); a range starting past the end is a 416.
+    """
+    match = _RANGE.fullmatch(header.strip()) if header else None
+    if match is None:
+        return None
+    first, last = match.groups()
+    if first:
+        start = int(first)
+        if last and int(last) < start:
+            return None
+        end = min(int(last) + 1, size) if last else size
+    elif last:
+        # A suffix: the final N bytes. Zero of them cannot be satisfied.
+        length = int(last)
+        start, end = (max(size - length, 0) if length else size), size
+    else:
+        return None
+    if start >= size:
+        raise HTTPException(
+            status_code=416,
+            detail=f"range not satisfiable: the file has {size} bytes",
+            headers={"content-range": f"bytes */{size}"},
+        )
+    return start, end
+
+
+@functools.cache
+def _mime_table() -> mimetypes.MimeTypes:
+    """Python's built-in table plus :data:`_EXTRA_TYPES`.
+
+    The host's ``/etc/mime.types`` is deliberately left out, so every host serves a file
+    with the same type (some map ``.rs`` to an XML type, ``.ts`` to Qt Linguist).
+    """
+    table = mimetypes.MimeTypes()
+    for extension, media_type in _EXTRA_TYPES.items():
+        table.add_type(media_type, extension)
+    return table
+
+
+def _media_type(name: str) -> str:
+    media_type, encoding = _mime_table().guess_type(name, strict=False)
+    if encoding is not None:
+        # data.csv.gz is gzip bytes, not CSV; never label it with the inner type.
+        return "application/gzip" if encoding == "gzip" else "application/octet-stream"
+    return media_type or "application/octet-stream"
+
+
+def _runs_script(media_type: str) -> bool:
+    return media_type in _ACTIVE_TYPES or media_type.endswith("+xml")
+
+
+def _disposition(kind: str, filename: str) -> str:
+    quoted = quote(filename, safe="")
+    if quoted == filename:
+        return f'{kind}; filename="{filename}"'
+    return f"{kind}; filename*=utf-8''{quoted}"
+
+
+async def _read(file: io.FileIO, start: int, end: int) -> AsyncIterator[bytes]:
+    try:
+        file.seek(start)
+        remaining = end - start
+        while remaining > 0:
+            chunk = await anyio.to_thread.run_sync(file.read, min(_CHUNK_BYTES, remaining))
+            if not chunk:
+                return
+            remaining -= len(chunk)
+            yield chunk
+    finally:
+        file.close()
