@@ -191,6 +191,8 @@ def _find_cycle(stuck: set[str], edges: dict[str, set[str]]) -> list[str]:
         node = predecessors[node][0]
     cycle = path[path.index(node) :]
     cycle.reverse()
+    start = cycle.index(min(cycle))  # report it from its first name, deterministically
+    cycle = cycle[start:] + cycle[:start]
     return [*cycle, cycle[0]]
 
 

@@ -30,7 +30,8 @@ log = logging.getLogger(__name__)
 #: How much of each side of the exchange the title prompt quotes.
 EXCERPT_CHARS = 500
 
-_DECORATION = re.compile(r"^(?:title\s*:\s*)|^[\s\"'`#*]+|[\s\"'`*.]+$", re.IGNORECASE)
+_PREFIX = re.compile(r"^\W*title\s*:", re.IGNORECASE)
+_DECORATION = "\"'`#*_ "
 
 
 def one_line(text: str) -> str:
@@ -40,7 +41,8 @@ def one_line(text: str) -> str:
 def clean_title(reply: str, max_chars: int) -> str:
     """The first non-empty line of ``reply`` without quotes or a "Title:" prefix."""
     line = next((line for line in reply.splitlines() if line.strip()), "")
-    return _DECORATION.sub("", one_line(line))[:max_chars].strip()
+    title = _PREFIX.sub("", one_line(line)).strip(_DECORATION).rstrip(".")
+    return title[:max_chars].strip()
 
 
 def first_exchange(messages: list[AnyMessage]) -> tuple[str, str] | None:
