@@ -7,10 +7,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from sandbox_helpers import ProviderFactory
 
 from fawn.config.settings import SandboxSettings
 from fawn.sandbox import LocalSandboxProvider
+from tests.sandbox.sandbox_helpers import ProviderFactory
 
 
 @pytest.fixture

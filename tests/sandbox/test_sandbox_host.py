@@ -7,9 +7,9 @@ import time
 from pathlib import Path
 
 import pytest
-from sandbox_helpers import ProviderFactory, processes_running, unique_sleep
 
 from fawn.sandbox import TIMEOUT_EXIT_CODE, CommandResult, SandboxError, SandboxUnavailable
+from tests.sandbox.sandbox_helpers import ProviderFactory, processes_running, unique_sleep
 
 NO_BWRAP = "/nonexistent/bwrap"
 

@@ -10,11 +10,16 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from sandbox_helpers import ProviderFactory, processes_running, unique_sleep, wait_until
 
 from fawn.sandbox import TIMEOUT_EXIT_CODE, CommandResult, LocalSandbox
 from fawn.sandbox.bwrap import ETC_ALLOWLIST, host_system_layout
 from fawn.sandbox.capture import truncation_marker
+from tests.sandbox.sandbox_helpers import (
+    ProviderFactory,
+    processes_running,
+    unique_sleep,
+    wait_until,
+)
 
 pytestmark = [
     pytest.mark.bwrap,

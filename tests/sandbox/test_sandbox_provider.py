@@ -7,7 +7,6 @@ import uuid
 from pathlib import Path
 
 import pytest
-from sandbox_helpers import ProviderFactory
 
 from fawn.config.settings import SandboxSettings
 from fawn.sandbox import (
@@ -21,6 +20,7 @@ from fawn.sandbox import (
     SandboxUnavailable,
     ThreadPaths,
 )
+from tests.sandbox.sandbox_helpers import ProviderFactory
 
 
 async def test_acquire_is_idempotent_per_thread(
