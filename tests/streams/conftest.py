@@ -14,10 +14,10 @@ from uuid import uuid4
 
 import pytest
 from redis.asyncio import Redis
-from streams_helpers import REDIS_URL, BridgeFactory
 
 from fawn.config import StreamSettings
 from fawn.streams import StreamBridge, open_stream_bridge
+from tests.streams.streams_helpers import REDIS_URL, BridgeFactory
 
 
 @pytest.fixture

@@ -6,15 +6,6 @@ import asyncio
 import time
 
 import pytest
-from streams_helpers import (
-    TIMEOUT,
-    BridgeFactory,
-    collect,
-    publish_all,
-    sample_events,
-    subscription,
-    take,
-)
 
 from fawn.streams import (
     Heartbeat,
@@ -25,6 +16,15 @@ from fawn.streams import (
     StreamGap,
     StreamItem,
     StreamNotFound,
+)
+from tests.streams.streams_helpers import (
+    TIMEOUT,
+    BridgeFactory,
+    collect,
+    publish_all,
+    sample_events,
+    subscription,
+    take,
 )
 
 RUN = "run-1"

@@ -5,10 +5,9 @@ from __future__ import annotations
 import asyncio
 import time
 
-from streams_helpers import collect
-
 from fawn.config import StreamSettings
 from fawn.streams import MemoryStreamBridge, StreamEvent, open_stream_bridge
+from tests.streams.streams_helpers import collect
 
 RUN = "run-1"
 

@@ -7,11 +7,11 @@ from typing import Any
 
 import pytest
 from redis.asyncio import Redis
-from streams_helpers import REDIS_URL, collect, publish_all, sample_events
 
 from fawn.config import StreamSettings
 from fawn.streams import StreamEvent, StreamGap, StreamUnavailable, open_stream_bridge
 from fawn.streams.redis import RedisStreamBridge
+from tests.streams.streams_helpers import REDIS_URL, collect, publish_all, sample_events
 
 pytestmark = pytest.mark.redis
 
