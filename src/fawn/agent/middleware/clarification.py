@@ -43,7 +43,6 @@ def only_clarification(message: AIMessage, tool_name: str) -> AIMessage | None:
         update={
             "tool_calls": [kept],
             "invalid_tool_calls": [],
-            "tool_call_chunks": [],
             "content": _content_without(message.content, dropped),
             "additional_kwargs": {
                 k: v for k, v in message.additional_kwargs.items() if k != "tool_calls"
@@ -71,9 +70,8 @@ class ClarificationMiddleware(ChainMiddleware):
         reduced = only_clarification(last, self._tool_name)
         if reduced is None:
             return None
-        dropped = [
-            c["name"] for c in last.tool_calls if c["id"] not in {reduced.tool_calls[0]["id"]}
-        ]
+        kept_id = reduced.tool_calls[0]["id"]
+        dropped = [call["name"] for call in last.tool_calls if call["id"] != kept_id]
         log.info(
             "run %s: %s asked; dropped sibling calls %s",
             run_context(runtime).run_id,

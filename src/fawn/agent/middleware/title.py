@@ -4,11 +4,13 @@ When a run ends with a final answer (an AI message without tool calls or an erro
 and the thread has no title yet, the title model (``title.model_name``, else the run's model)
 is asked with ``title.prompt_template`` about the first user message and that answer. Its
 reply is cut to ``title.max_chars``. If anything fails, the title is the user's text cut to
-``max_chars``: a thread is always named, and naming never fails a run.
+``max_chars``: a thread is always named, and naming never fails a run. The title model is
+called outside the conversation: its tokens are tagged out of the messages stream.
 """
 
 from __future__ import annotations
 
+import html
 import logging
 import re
 from typing import Any
@@ -89,7 +91,8 @@ class TitleMiddleware(ChainMiddleware):
             type(exc).__name__,
             exc,
         )
-        return user[: self._settings.max_chars].strip()
+        # Sanitization escaped tag-like text for the model; a title is for people.
+        return html.unescape(user)[: self._settings.max_chars].strip()
 
     def _model_name(self, runtime: Runtime[RunContext]) -> str | None:
         return self._settings.model_name or run_context(runtime).model_name
@@ -103,7 +106,6 @@ class TitleMiddleware(ChainMiddleware):
         user, answer = exchange
         try:
             model = self._models.get(self._model_name(runtime))
-            # Not part of the conversation: keep its tokens out of the messages stream.
             reply = await model.ainvoke(self._prompt(user, answer), config={"tags": [TAG_NOSTREAM]})
             title = clean_title(reply.text, self._settings.max_chars)
             if not title:

@@ -1,9 +1,9 @@
 """Uploads: this turn's new files are announced in the user's message.
 
-Before the agent runs, the thread's uploads directory is listed; the files not already
-announced in an earlier human message are written into the last human message as an
-``<uploaded_files>`` block (``- name (size)`` lines with their virtual paths), and
-``uploaded_files`` is set to exactly that list (``[]`` when there is none).
+Before the agent runs, the thread's uploads are listed (``fawn.sandbox.uploads``); the
+files not already announced in an earlier human message are written into the last human
+message as an ``<uploaded_files>`` block (``- name (size)`` lines with their virtual paths),
+and ``uploaded_files`` is set to exactly that list (``[]`` when there is none).
 
 The input sanitization middleware runs first, so a user cannot type a block of their own;
 the blocks found in earlier messages are therefore the framework's.
@@ -24,32 +24,13 @@ from fawn.agent.middleware._shared import last_human_index, thread_sandbox
 from fawn.agent.middleware.chain import ChainMiddleware, Placement, Stage
 from fawn.agent.state import ThreadState, UploadedFile
 from fawn.sandbox.base import SandboxProvider
-from fawn.sandbox.paths import VIRTUAL_UPLOADS, ThreadPaths
+from fawn.sandbox.uploads import list_uploads
 
 OPEN_TAG = "<uploaded_files>"
 CLOSE_TAG = "</uploaded_files>"
 _BLOCK = re.compile(re.escape(OPEN_TAG) + r"(.*?)" + re.escape(CLOSE_TAG), re.DOTALL)
 # Greedy name, so "report (1).pdf (2.0 KB)" yields "report (1).pdf".
 _ENTRY = re.compile(r"^-\s+(.+)\s+\(([^()]*)\)\s*$")
-
-
-def list_uploads(paths: ThreadPaths) -> list[UploadedFile]:
-    """The regular files in the thread's uploads directory, by name."""
-    if not paths.uploads.is_dir():
-        return []
-    files: list[UploadedFile] = []
-    for entry in sorted(paths.uploads.iterdir(), key=lambda p: p.name):
-        if entry.is_symlink() or not entry.is_file():
-            continue
-        files.append(
-            UploadedFile(
-                filename=entry.name,
-                size=entry.stat().st_size,
-                path=f"{VIRTUAL_UPLOADS}/{entry.name}",
-                extension=entry.suffix.lower(),
-            )
-        )
-    return files
 
 
 def human_size(size: int) -> str:
