@@ -7,6 +7,7 @@ import asyncio
 import re
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -113,9 +114,208 @@ def ai(content: str, msg_id: Any = AI_ID) -> dict[str, Any]:
     }
 
 
-def state(*messages: dict[str, Any]) -> dict[str, Any]:
-    """The lead agent's full state values holding these messages."""
-    return {"messages": list(messages), "artifacts": [], "viewed_images": {}}
+TITLE = "Scripted Title"
+
+
+def script(stub: Any, key: str, *turns: dict[str, Any]) -> None:
+    """Register the conversation's turns, with a fixed answer to the title middleware."""
+    stub.add_script(key, list(turns), title=TITLE)
+
+
+Step = tuple[str, Any]
+
+
+@dataclass(frozen=True)
+class Lead:
+    """What the lead agent's middleware chain writes around the model in a plain exchange (no
+    tool calls), so tests can state whole expected states and event sequences. The chain is
+    pinned here only: when it changes, this class changes (``tests/agent`` pins the order)."""
+
+    data_dir: Path
+    tid: str
+
+    @classmethod
+    def of(cls, server: Any, tid: str) -> Lead:
+        return cls(Path(server.data_dir).resolve(), tid)
+
+    def thread_data(self) -> dict[str, str]:
+        base = self.data_dir / "threads" / self.tid / "user-data"
+        return {f"{name}_path": str(base / name) for name in ("workspace", "uploads", "outputs")}
+
+    def before_agent(self) -> list[Step]:
+        return [
+            ("model_selection.before_agent", None),
+            ("input_sanitization.before_agent", None),
+            ("sandbox.before_agent", {"sandbox": {"sandbox_id": f"local:{self.tid}"}}),
+            ("thread_data.before_agent", {"thread_data": self.thread_data()}),
+            ("uploads.before_agent", {"uploaded_files": []}),
+        ]
+
+    @staticmethod
+    def before_model() -> list[Step]:
+        return [
+            ("dangling_tool_call_repair.before_model", None),
+            ("summarization.before_model", None),
+        ]
+
+    @staticmethod
+    def after_model() -> list[Step]:
+        return [("clarification.after_model", None), ("loop_detection.after_model", None)]
+
+    def steps(self, reply: Any, title: str | None = TITLE) -> list[Step]:
+        """Every node of one exchange in execution order, with the update it returns."""
+        return [
+            *self.before_agent(),
+            *self.before_model(),
+            ("model", {"messages": [reply]}),
+            *self.after_model(),
+            ("title.after_agent", {"title": title} if title else None),
+        ]
+
+    def state(
+        self, *messages: Any, title: str | None = None, prepared: bool = True
+    ) -> dict[str, Any]:
+        """The whole state values holding ``messages`` (``prepared``: once the before-agent
+        hooks ran; ``title``: once the title middleware named the thread)."""
+        values: dict[str, Any] = {"messages": list(messages), "artifacts": [], "viewed_images": {}}
+        if prepared:
+            values.update(
+                sandbox={"sandbox_id": f"local:{self.tid}"},
+                thread_data=self.thread_data(),
+                uploaded_files=[],
+            )
+        if title:
+            values["title"] = title
+        return values
+
+
+def apply(values: dict[str, Any], update: Any) -> dict[str, Any]:
+    """A node's update applied to state values (messages append, other channels replace)."""
+    if not update:
+        return values
+    merged = dict(values)
+    for channel, value in update.items():
+        merged[channel] = [*values.get("messages", []), *value] if channel == "messages" else value
+    return merged
+
+
+@dataclass(frozen=True)
+class Expected:
+    """The expected events of one exchange on a fresh thread, derived from the lead agent's
+    steps (``Lead.steps``): each node runs in its own superstep."""
+
+    lead: Lead
+    run_id: str
+    prompt: str
+    reply: dict[str, Any]
+
+    @property
+    def steps(self) -> list[tuple[str, Any]]:
+        return self.lead.steps(self.reply)
+
+    @property
+    def start(self) -> dict[str, Any]:
+        return self.lead.state(human(self.prompt), prepared=False)
+
+    def states(self) -> list[dict[str, Any]]:
+        """State before each step, then the final state."""
+        states = [self.start]
+        for _, update in self.steps:
+            states.append(apply(states[-1], update))
+        return states
+
+    def values(self, until: str | None = None) -> list[tuple[str, Any]]:
+        """``values`` events; ``until``: only those before that node runs."""
+        states = self.states()
+        steps = self.steps[: self.index(until)] if until else self.steps
+        changed = [states[i + 1] for i, (_, update) in enumerate(steps) if update]
+        return [("values", v) for v in [self.start, *changed]]
+
+    def updates(self, until: str | None = None) -> list[tuple[str, Any]]:
+        """``updates`` events; ``until``: only those of the nodes before it."""
+        steps = self.steps[: self.index(until)] if until else self.steps
+        return [("updates", {node: update}) for node, update in steps]
+
+    def index(self, node: str) -> int:
+        return [name for name, _ in self.steps].index(node)
+
+    def task_start(self, index: int) -> dict[str, Any]:
+        node = self.steps[index][0]
+        return {
+            "id": ANY_UUID,
+            "name": node,
+            "input": self.states()[index],
+            "triggers": [f"branch:to:{node}"],
+            "metadata": {
+                "ls_integration": "langchain_create_agent",
+                "lc_agent_name": "lead_agent",
+                "run_id": self.run_id,
+            },
+        }
+
+    def task_result(self, index: int) -> dict[str, Any]:
+        node, update = self.steps[index]
+        return {
+            "id": ANY_UUID,
+            "name": node,
+            "error": None,
+            "result": update or {},
+            "interrupts": [],
+        }
+
+    def tasks(self) -> list[tuple[str, Any]]:
+        return [
+            ("tasks", event)
+            for i in range(len(self.steps))
+            for event in (self.task_start(i), self.task_result(i))
+        ]
+
+    def checkpoint(self, step: int) -> dict[str, Any]:
+        """The checkpoint written at the end of superstep ``step`` (-1: the input)."""
+        config = {
+            "configurable": {
+                "checkpoint_ns": "",
+                "thread_id": self.lead.tid,
+                "run_id": self.run_id,
+                "checkpoint_id": ANY_UUID,
+            }
+        }
+        if step < 0:
+            values, nxt = self.lead.state(prepared=False), ["__start__"]
+        else:
+            values = self.states()[step]
+            nxt = [self.steps[step][0]] if step < len(self.steps) else []
+        return {
+            "config": config,
+            "parent_config": config if step >= 0 else None,
+            "values": values,
+            "metadata": {"source": "input" if step < 0 else "loop", "step": step, "parents": {}},
+            "next": nxt,
+            "tasks": [{"id": ANY_UUID, "name": n, "interrupts": [], "state": None} for n in nxt],
+        }
+
+    def checkpoints(self) -> list[tuple[str, Any]]:
+        return [("checkpoints", self.checkpoint(step)) for step in range(-1, len(self.steps) + 1)]
+
+    def debug(self) -> list[tuple[str, Any]]:
+        def event(step: int, kind: str, payload: Any) -> tuple[str, Any]:
+            return ("debug", {"step": step, "timestamp": ANY_ISO, "type": kind, "payload": payload})
+
+        events = [
+            event(-1, "checkpoint", self.checkpoint(-1)),
+            event(0, "checkpoint", self.checkpoint(0)),
+        ]
+        for i in range(len(self.steps)):
+            events += [
+                event(i + 1, "task", self.task_start(i)),
+                event(i + 1, "task_result", self.task_result(i)),
+                event(i + 1, "checkpoint", self.checkpoint(i + 1)),
+            ]
+        return events
+
+    @property
+    def model_step(self) -> int:
+        return self.index("model") + 1
 
 
 def slow_turn(words: int = 30, chunk_delay: float = 0.05) -> dict[str, Any]:

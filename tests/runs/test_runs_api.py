@@ -13,6 +13,9 @@ from langgraph_sdk.errors import ConflictError, NotFoundError, UnprocessableEnti
 from tests.runs.runs_helpers import (
     ANY_ISO,
     ANY_UUID,
+    TITLE,
+    Expected,
+    Lead,
     ai,
     ai_invoked,
     collect,
@@ -21,8 +24,8 @@ from tests.runs.runs_helpers import (
     metadata_event,
     new_thread,
     pairs,
+    script,
     slow_turn,
-    state,
     user,
     wait_status,
     wait_streaming,
@@ -30,6 +33,20 @@ from tests.runs.runs_helpers import (
 from tests.support.live import LiveServer
 
 LEAD_AGENT_ID = str(uuid.uuid5(uuid.UUID("6ba7b821-9dad-11d1-80b4-00c04fd430c8"), "lead_agent"))
+
+
+def expected_usage(stub: Any, key: str, *answers: str) -> dict[str, int]:
+    """The run's token usage as the stub counts it (whitespace-separated words): every
+    request's messages as the prompt, the scripted ``answers`` and the titles as completions."""
+    requests = stub.requests_for(key)
+    prompt = sum(len(str(m["content"]).split()) for r in requests for m in r["messages"])
+    titles = sum(1 for r in requests if not r.get("tools"))
+    completion = sum(len(a.split()) for a in answers) + titles * len(TITLE.split())
+    return {
+        "prompt_tokens": prompt,
+        "completion_tokens": completion,
+        "total_tokens": prompt + completion,
+    }
 
 
 def run_shape(
@@ -84,28 +101,26 @@ def run_shape(
     }
 
 
-async def test_create_then_join_get_and_list(client: LangGraphClient, stub: Any, key: str) -> None:
-    stub.add_script(key, [{"content": "background reply"}])
+async def test_create_then_join_get_and_list(
+    server: LiveServer, client: LangGraphClient, stub: Any, key: str
+) -> None:
+    script(stub, key, {"content": "background reply"})
     tid = await new_thread(client)
     run = await client.runs.create(tid, "lead_agent", input=user(key), metadata={"tag": "bg"})
     assert run == run_shape(tid, status="pending", input=user(key), metadata={"tag": "bg"})
 
     final = await client.runs.join(tid, run["run_id"])
-    assert final == state(human(key), ai_invoked("background reply"))
+    lead = Lead.of(server, tid)
+    assert final == lead.state(human(key), ai_invoked("background reply"), title=TITLE)
 
     done = await client.runs.get(tid, run["run_id"])
-    usage = final["messages"][-1]["usage_metadata"]
     assert done == run_shape(
         tid,
         status="success",
         input=user(key),
         metadata={"tag": "bg"},
         stop_reason="completed",
-        usage={
-            "prompt_tokens": usage["input_tokens"],
-            "completion_tokens": usage["output_tokens"],
-            "total_tokens": usage["total_tokens"],
-        },
+        usage=expected_usage(stub, key, "background reply"),
     )
     assert done["run_id"] == run["run_id"]
     assert done["created_at"] == run["created_at"]
@@ -117,7 +132,8 @@ async def test_create_then_join_get_and_list(client: LangGraphClient, stub: Any,
 async def test_streamed_run_records_token_usage(
     client: LangGraphClient, stub: Any, key: str
 ) -> None:
-    stub.add_script(key, [{"content": "counted words here"}])
+    """Every model call of the run counts: the lead model's streamed answer and the title."""
+    script(stub, key, {"content": "counted words here"})
     tid = await new_thread(client)
     events = await collect(
         client.runs.stream(tid, "lead_agent", input=user(key), stream_mode="messages-tuple")
@@ -125,36 +141,31 @@ async def test_streamed_run_records_token_usage(
     run = await client.runs.get(tid, events[0].data["run_id"])
     reply = (await client.threads.get_state(tid))["values"]["messages"][-1]
     assert reply == ai("counted words here")
-    assert run["usage"] == {
-        "prompt_tokens": reply["usage_metadata"]["input_tokens"],
-        "completion_tokens": reply["usage_metadata"]["output_tokens"],
-        "total_tokens": reply["usage_metadata"]["total_tokens"],
-    }
-    assert run["usage"]["completion_tokens"] == 3
-    assert run["usage"]["prompt_tokens"] > 0
+    assert run["usage"] == expected_usage(stub, key, "counted words here")
+    assert run["usage"]["completion_tokens"] == 3 + 2  # the answer's words and the title's
+    assert run["usage"]["prompt_tokens"] > reply["usage_metadata"]["input_tokens"]
 
 
-async def test_stream_sequence_and_wait(client: LangGraphClient, stub: Any, key: str) -> None:
-    stub.add_script(key, [{"content": "first"}, {"content": "second"}])
+async def test_stream_sequence_and_wait(
+    server: LiveServer, client: LangGraphClient, stub: Any, key: str
+) -> None:
+    script(stub, key, {"content": "first"}, {"content": "second"})
     tid = await new_thread(client)
     events = await collect(client.runs.stream(tid, "lead_agent", input=user(f"{key} one")))
     run_id = events[0].data["run_id"]
-    one = state(human(f"{key} one"), ai_invoked("first"))
-    assert pairs(events) == [
-        metadata_event(run_id, tid),
-        ("values", state(human(f"{key} one"))),
-        ("values", one),
-        end_event(run_id),
-    ]
+    lead = Lead.of(server, tid)
+    exchange = Expected(lead, run_id, f"{key} one", ai_invoked("first"))
+    assert pairs(events) == [metadata_event(run_id, tid), *exchange.values(), end_event(run_id)]
+    one = events[-2].data["messages"]
     answer = await client.runs.wait(tid, "lead_agent", input=user("two"))
-    assert answer == state(*one["messages"], human("two"), ai_invoked("second"))
+    assert answer == lead.state(*one, human("two"), ai_invoked("second"), title=TITLE)
     assert (await client.threads.get_state(tid))["values"] == answer
 
 
 async def test_list_pages_and_filters_newest_first(
     server: LiveServer, client: LangGraphClient, stub: Any, key: str
 ) -> None:
-    stub.add_script(key, [{"content": "a"}, {"content": "b"}, {"content": "c"}])
+    script(stub, key, {"content": "a"}, {"content": "b"}, {"content": "c"})
     tid = await new_thread(client)
     ids = []
     for text in ("one", "two", "three"):
@@ -197,7 +208,7 @@ async def test_list_and_get_of_unknown_things_are_404(client: LangGraphClient) -
 async def test_delete_active_is_409_finished_is_204(
     server: LiveServer, client: LangGraphClient, stub: Any, key: str
 ) -> None:
-    stub.add_script(key, [slow_turn(20, 0.05)])
+    script(stub, key, slow_turn(20, 0.05))
     tid = await new_thread(client)
     run = await client.runs.create(tid, "lead_agent", input=user(key), stream_mode="messages-tuple")
     with pytest.raises(ConflictError):
@@ -212,19 +223,20 @@ async def test_delete_active_is_409_finished_is_204(
 
 
 async def test_join_a_running_run_waits_for_its_values(
-    client: LangGraphClient, stub: Any, key: str
+    server: LiveServer, client: LangGraphClient, stub: Any, key: str
 ) -> None:
-    stub.add_script(key, [slow_turn(10, 0.05)])
+    script(stub, key, slow_turn(10, 0.05))
     tid = await new_thread(client)
     run = await client.runs.create(tid, "lead_agent", input=user(key), stream_mode="messages-tuple")
     await wait_streaming(client, tid, run["run_id"])
     assert (await client.runs.get(tid, run["run_id"]))["status"] == "running"
     final = await client.runs.join(tid, run["run_id"])
-    assert final == state(human(key), ai(slow_turn(10)["content"]))
+    lead = Lead.of(server, tid)
+    assert final == lead.state(human(key), ai(slow_turn(10)["content"]), title=TITLE)
 
 
 async def test_create_response_headers(server: LiveServer, stub: Any, key: str) -> None:
-    stub.add_script(key, [{"content": "x"}])
+    script(stub, key, {"content": "x"})
     async with httpx.AsyncClient(base_url=server.url, timeout=30) as http:
         tid = (await http.post("/threads", json={})).json()["thread_id"]
         created = await http.post(
@@ -242,15 +254,15 @@ async def test_create_response_headers(server: LiveServer, stub: Any, key: str) 
 
 
 async def test_if_not_exists_create_makes_the_thread(
-    client: LangGraphClient, stub: Any, key: str
+    server: LiveServer, client: LangGraphClient, stub: Any, key: str
 ) -> None:
-    stub.add_script(key, [{"content": "made"}])
+    script(stub, key, {"content": "made"})
     tid = str(uuid.uuid4())
     with pytest.raises(httpx.HTTPStatusError) as caught:
         await client.runs.wait(tid, "lead_agent", input=user(key))
     assert caught.value.response.status_code == 404
     answer = await client.runs.wait(tid, "lead_agent", input=user(key), if_not_exists="create")
-    assert answer == state(human(key), ai_invoked("made"))
+    assert answer == Lead.of(server, tid).state(human(key), ai_invoked("made"), title=TITLE)
     assert (await client.threads.get(tid))["status"] == "idle"
 
 
@@ -258,9 +270,9 @@ async def test_if_not_exists_create_makes_the_thread(
 
 
 async def test_stateless_wait_deletes_its_thread(
-    client: LangGraphClient, stub: Any, key: str
+    server: LiveServer, client: LangGraphClient, stub: Any, key: str
 ) -> None:
-    stub.add_script(key, [{"content": "ephemeral"}])
+    script(stub, key, {"content": "ephemeral"})
     created: list[str] = []
     answer = await client.runs.wait(
         None,
@@ -268,35 +280,32 @@ async def test_stateless_wait_deletes_its_thread(
         input=user(key),
         on_run_created=lambda meta: created.append(str(meta["thread_id"])),
     )
-    assert answer == state(human(key), ai_invoked("ephemeral"))
     (tid,) = created
+    assert answer == Lead.of(server, tid).state(human(key), ai_invoked("ephemeral"), title=TITLE)
     with pytest.raises(NotFoundError):
         await client.threads.get(tid)
 
 
 async def test_stateless_stream_deletes_its_thread(
-    client: LangGraphClient, stub: Any, key: str
+    server: LiveServer, client: LangGraphClient, stub: Any, key: str
 ) -> None:
-    stub.add_script(key, [{"content": "gone"}])
+    script(stub, key, {"content": "gone"})
     events = await collect(client.runs.stream(None, "lead_agent", input=user(key)))
     run_id, tid = events[0].data["run_id"], events[0].data["thread_id"]
-    assert pairs(events) == [
-        metadata_event(run_id, tid),
-        ("values", state(human(key))),
-        ("values", state(human(key), ai_invoked("gone"))),
-        end_event(run_id),
-    ]
+    exchange = Expected(Lead.of(server, tid), run_id, key, ai_invoked("gone"))
+    assert pairs(events) == [metadata_event(run_id, tid), *exchange.values(), end_event(run_id)]
     with pytest.raises(NotFoundError):
         await client.threads.get(tid)
 
 
 async def test_stateless_create_keep_leaves_the_thread(
-    client: LangGraphClient, stub: Any, key: str
+    server: LiveServer, client: LangGraphClient, stub: Any, key: str
 ) -> None:
-    stub.add_script(key, [{"content": "kept"}])
+    script(stub, key, {"content": "kept"})
     run = await client.runs.create(None, "lead_agent", input=user(key), on_completion="keep")
     tid = run["thread_id"]
-    assert await client.runs.join(tid, run["run_id"]) == state(human(key), ai_invoked("kept"))
+    final = await client.runs.join(tid, run["run_id"])
+    assert final == Lead.of(server, tid).state(human(key), ai_invoked("kept"), title=TITLE)
     thread = await client.threads.get(tid)
     assert (thread["status"], thread["metadata"]) == ("idle", {"stateless": True})
     assert (await client.runs.get(tid, run["run_id"]))["status"] == "success"
@@ -305,7 +314,7 @@ async def test_stateless_create_keep_leaves_the_thread(
 async def test_stateless_create_default_deletes_after_completion(
     client: LangGraphClient, stub: Any, key: str
 ) -> None:
-    stub.add_script(key, [{"content": "bye"}])
+    script(stub, key, {"content": "bye"})
     run = await client.runs.create(None, "lead_agent", input=user(key), stream_mode="values")
     tid = run["thread_id"]
     events = await collect(client.runs.join_stream(tid, run["run_id"]))
@@ -321,8 +330,10 @@ async def test_on_completion_on_a_thread_run_is_422(client: LangGraphClient) -> 
     assert "on_completion" in str(caught.value)
 
 
-async def test_create_batch(client: LangGraphClient, stub: Any, key: str) -> None:
-    stub.add_script(key, [{"content": "batched"}])
+async def test_create_batch(
+    server: LiveServer, client: LangGraphClient, stub: Any, key: str
+) -> None:
+    script(stub, key, {"content": "batched"})
     tid = await new_thread(client)
     runs = await client.runs.create_batch(
         [
@@ -334,14 +345,12 @@ async def test_create_batch(client: LangGraphClient, stub: Any, key: str) -> Non
     assert runs[0]["thread_id"] == tid
     for run in runs:
         await wait_status(client, run["thread_id"], run["run_id"], ("success",))
-    assert (await client.threads.get_state(tid))["values"] == state(
-        human(f"{key} a"), ai_invoked("batched")
+    assert (await client.threads.get_state(tid))["values"] == Lead.of(server, tid).state(
+        human(f"{key} a"), ai_invoked("batched"), title=TITLE
     )
 
 
-async def test_create_batch_validates_every_item_first(
-    client: LangGraphClient, key: str
-) -> None:
+async def test_create_batch_validates_every_item_first(client: LangGraphClient, key: str) -> None:
     tid = await new_thread(client)
     with pytest.raises(UnprocessableEntityError) as caught:
         await client.runs.create_batch(

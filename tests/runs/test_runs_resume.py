@@ -113,9 +113,7 @@ async def test_join_stream_of_an_unknown_run_is_404(client: LangGraphClient) -> 
 
 
 @pytest.fixture(scope="module")
-def tuned(
-    stub: StubServerThread, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[LiveServer]:
+def tuned(stub: StubServerThread, tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
     workdir = tmp_path_factory.mktemp("server-tuned-streams")
     config = base_config(
         stub,
@@ -141,22 +139,30 @@ async def test_cursor_behind_a_finished_runs_window_gets_exactly_one_gap(
         )
         await client.runs.join(tid, run["run_id"])
         joined = await collect(client.runs.join_stream(tid, run["run_id"], last_event_id="2"))
-        from_start = await collect(
-            client.runs.join_stream(tid, run["run_id"], last_event_id="0")
-        )
+        from_start = await collect(client.runs.join_stream(tid, run["run_id"], last_event_id="0"))
     finally:
         await client.aclose()
     latest = int(joined[0].id or 0)
     assert pairs(joined) == [
         (
             "gap",
-            {"requested": 2, "earliest": latest - RETENTION + 1, "latest": latest, "hint": GAP_HINT},
+            {
+                "requested": 2,
+                "earliest": latest - RETENTION + 1,
+                "latest": latest,
+                "hint": GAP_HINT,
+            },
         )
     ]
     assert pairs(from_start) == [
         (
             "gap",
-            {"requested": 0, "earliest": latest - RETENTION + 1, "latest": latest, "hint": GAP_HINT},
+            {
+                "requested": 0,
+                "earliest": latest - RETENTION + 1,
+                "latest": latest,
+                "hint": GAP_HINT,
+            },
         )
     ]
     assert joined[0].id == from_start[0].id == str(latest)
@@ -207,8 +213,9 @@ async def test_heartbeats_while_the_run_is_idle(tuned: LiveServer, stub: Any, ke
     kinds = [k for _, k in arrivals]
     beats = [t for t, k in arrivals if k == ": heartbeat"]
     assert [k for k in kinds if k != ": heartbeat"] == ["metadata", "values", "values", "end"]
-    first_beat, last_beat = kinds.index(": heartbeat"), len(kinds) - 1 - kinds[::-1].index(
-        ": heartbeat"
+    first_beat, last_beat = (
+        kinds.index(": heartbeat"),
+        len(kinds) - 1 - kinds[::-1].index(": heartbeat"),
     )
     assert kinds[:first_beat] == ["metadata", "values"]
     assert kinds[last_beat + 1 :] == ["values", "end"]

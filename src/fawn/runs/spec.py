@@ -147,6 +147,14 @@ def parse_options(
     configurable = (config or {}).get("configurable") or {}
     if not isinstance(configurable, Mapping):
         raise InvalidInput("config.configurable must be an object", field="config.configurable")
+    # ``configurable`` is open (LangGraph passes it through); ``context`` is the graph's
+    # context schema, so a key the agent does not read would silently do nothing.
+    unknown = sorted(set(context or {}) - set(_OPTION_TYPES) - SERVER_OWNED)
+    if unknown:
+        raise InvalidInput(
+            f"context: unknown key(s) {', '.join(unknown)}; known: {', '.join(_OPTION_TYPES)}",
+            field="context",
+        )
     for source in (configurable, context or {}):
         merged.update({k: v for k, v in source.items() if k in _OPTION_TYPES})
     for key, value in merged.items():

@@ -13,7 +13,7 @@ from typing import Any
 
 from langchain_core.messages import AIMessageChunk, BaseMessage, BaseMessageChunk
 
-from fawn.agent.serialize import to_jsonable
+from fawn.agent.serialize import interrupts_json, to_jsonable
 
 
 def graph_modes(requested: Sequence[str]) -> list[str]:
@@ -40,7 +40,7 @@ class EventTranslator:
         if mode == "messages":
             yield from self._messages(data, suffix)
         else:
-            yield mode + suffix, to_jsonable(data)
+            yield mode + suffix, _payload(data)
 
     def _messages(self, data: Any, suffix: str) -> Iterator[tuple[str, Any]]:
         message, metadata = data
@@ -64,6 +64,14 @@ class EventTranslator:
                 yield "messages/metadata" + suffix, {msg_id: {"metadata": meta}}
             self._partial.pop(msg_id, None)
             yield "messages/complete" + suffix, [_message_json(message)]
+
+
+def _payload(data: Any) -> Any:
+    """A chunk as JSON; interrupts as the API shows them, ``{value, id}`` (LangGraph's
+    ``Interrupt`` dataclass carries more fields than the wire has)."""
+    if isinstance(data, dict) and "__interrupt__" in data:
+        data = {**data, "__interrupt__": interrupts_json(data["__interrupt__"])}
+    return to_jsonable(data)
 
 
 def _message_json(message: BaseMessage) -> Any:

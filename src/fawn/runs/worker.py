@@ -17,7 +17,7 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.errors import GraphRecursionError
 
 from fawn.agent.graph import LeadAgent
-from fawn.agent.serialize import to_jsonable
+from fawn.agent.serialize import interrupts_json, to_jsonable
 from fawn.config.settings import AppConfig
 from fawn.runs.errors import NotFound
 from fawn.runs.handle import RunHandle, RunOutcome
@@ -59,8 +59,7 @@ class RunWorker:
                 )
                 return
             handle.started = True
-            pre = await self.agent.graph.aget_state(thread_config(handle.thread_id))
-            pre_run = pre.config if pre.config else None
+            pre_run = await self._latest_checkpoint(handle.thread_id)
             await self.bridge.publish(
                 handle.run_id,
                 "metadata",
@@ -135,6 +134,12 @@ class RunWorker:
             stop_reason="shutdown",
         )
 
+    async def _latest_checkpoint(self, thread_id: str) -> RunnableConfig | None:
+        """The config naming the thread's latest checkpoint; None when it has none yet (an
+        empty thread's snapshot still carries a config, without a checkpoint id)."""
+        saved = await self.saver.aget_tuple(thread_config(thread_id))
+        return saved.config if saved is not None else None
+
     async def _rollback(self, thread_id: str, pre_run: RunnableConfig | None) -> None:
         """Restore the conversation state to before the run (files are not restored)."""
         if pre_run is None:
@@ -145,6 +150,10 @@ class RunWorker:
     async def _finalize(
         self, handle: RunHandle, outcome: Outcome, usage: UsageMetadataCallbackHandler
     ) -> None:
+        """Thread row, then the run's terminal status (or its deletion, after a rollback),
+        then ``end``: whoever sees the run finished finds the thread settled, and whoever
+        sees ``end`` finds both. A worker that lost its lease writes neither (a peer owns
+        the run now)."""
         handle.finalizing = True
         run_id, thread_id = handle.run_id, handle.thread_id
         rolled_back = outcome.stop_reason == "rollback"
@@ -152,18 +161,9 @@ class RunWorker:
             values = await self.final_values(thread_id)
             if outcome.error is not None:
                 await self.bridge.publish(run_id, "error", outcome.error)
-            if rolled_back:
-                await self.runs.delete(run_id)
-            else:
-                await self.runs.finish(
-                    run_id,
-                    outcome.status,
-                    error=outcome.error["message"] if outcome.error else None,
-                    stop_reason=outcome.stop_reason,
-                    usage=_usage(usage),
-                    owner=self.owner,
-                )
-            await self._settle_thread(thread_id, outcome)
+            if outcome.stop_reason != "lease_lost":
+                await self._settle_thread(thread_id, run_id, outcome)
+                await self._record(run_id, outcome, usage)
             if handle.spec.delete_thread_on_completion:
                 with contextlib.suppress(NotFound):
                     await self.threads.delete(thread_id)
@@ -179,14 +179,31 @@ class RunWorker:
         finally:
             handle.done.set()
 
-    async def _settle_thread(self, thread_id: str, outcome: Outcome) -> None:
+    async def _record(
+        self, run_id: str, outcome: Outcome, usage: UsageMetadataCallbackHandler
+    ) -> None:
+        if outcome.stop_reason == "rollback":
+            await self.runs.delete(run_id)
+            return
+        await self.runs.finish(
+            run_id,
+            outcome.status,
+            error=outcome.error["message"] if outcome.error else None,
+            stop_reason=outcome.stop_reason,
+            usage=_usage(usage),
+            owner=self.owner,
+        )
+
+    async def _settle_thread(self, thread_id: str, run_id: str, outcome: Outcome) -> None:
         if await self.threads.repo.get(thread_id) is None:
             return
-        if await self.runs.active(thread_id):
+        if any(r.run_id != run_id for r in await self.runs.active(thread_id)):
             await self.threads.refresh(thread_id, status="busy")
         elif outcome.status == "error":
             await self.threads.refresh(thread_id, status="error", error=outcome.error)
-        elif outcome.stop_reason == "cancelled":
+        elif outcome.status == "interrupted" and outcome.stop_reason != "rollback":
+            # cancelled, or paused at an interrupt() or a breakpoint (static breakpoints leave
+            # no Interrupt objects behind, only ``next``): LangGraph calls both interrupted
             await self.threads.refresh(thread_id, status="interrupted")
         else:
             await self.threads.refresh(thread_id)
@@ -196,7 +213,7 @@ class RunWorker:
         values = to_jsonable(snapshot.values or {})
         interrupts = [i for task in snapshot.tasks for i in task.interrupts]
         if interrupts:
-            values["__interrupt__"] = to_jsonable(interrupts)
+            values["__interrupt__"] = interrupts_json(interrupts)
         return values
 
 
