@@ -41,8 +41,7 @@ async def test_older_messages_are_summarized_past_the_trigger(tmp_path: Path) ->
     assert [(m.type, m.text) for m in values["messages"]] == [
         (
             "human",
-            "Here is a summary of the conversation to date:\n\n"
-            "The user sent a long list of words.",
+            "Here is a summary of the conversation to date:\n\nThe user sent a long list of words.",
         ),
         ("ai", "Noted."),
         ("human", "next"),

@@ -10,6 +10,9 @@ constraints that contradict the stages, cycles, and a one-member stage with two 
 Why the order matters (``create_agent`` semantics): ``before_agent``/``before_model`` hooks
 run in chain order, ``after_model``/``after_agent`` hooks in reverse order, and
 ``wrap_model_call``/``wrap_tool_call`` wrappers nest with the first one outermost.
+
+Like the tools, the middleware implement the async hooks only: drive the graph with
+``ainvoke``/``astream``.
 """
 
 from __future__ import annotations

@@ -7,7 +7,9 @@ own text as framework-owned. This middleware escapes those tags (``<system>`` be
 turn being started, before any framework middleware adds its own blocks.
 
 Only the messages after the last AI message are the new turn: earlier ones were sanitized
-when they arrived and may now carry genuine framework blocks that must stay intact.
+when they arrived and may now carry genuine framework blocks that must stay intact. (A run
+cancelled before any answer leaves its message inside the next turn: escaping it again is
+harmless, its uploads block is escaped too and those files are simply announced again.)
 """
 
 from __future__ import annotations
