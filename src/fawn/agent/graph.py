@@ -14,7 +14,6 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph.state import CompiledStateGraph
 
 from fawn.agent.context import RunContext
-from fawn.agent.middleware.model_selection import ModelSelectionMiddleware
 from fawn.agent.models import ModelFactory
 from fawn.agent.placeholder import UnconfiguredChatModel
 from fawn.agent.state import ThreadState
@@ -42,14 +41,12 @@ def build_lead_agent(
     middleware: Sequence[AgentMiddleware[Any, Any]] = (),
     system_prompt: str = SYSTEM_PROMPT,
 ) -> LeadAgent:
-    base: BaseChatModel = (
-        models.get(None) if models.names else UnconfiguredChatModel()
-    )
+    base: BaseChatModel = models.get(None) if models.names else UnconfiguredChatModel()
     graph = create_agent(
         model=base,
         tools=list(tools),
         system_prompt=system_prompt,
-        middleware=[ModelSelectionMiddleware(models), *middleware],
+        middleware=list(middleware),
         state_schema=ThreadState,
         context_schema=RunContext,
         checkpointer=checkpointer,

@@ -92,14 +92,10 @@ def assemble_lead_agent(
 ) -> LeadAgent:
     """The lead agent: ``tools`` defaults to every built-in tool (``build_tools``)."""
     chain = lead_middleware(config, models, sandbox, model_retry_backoff=model_retry_backoff)
-    # build_lead_agent puts its own ModelSelectionMiddleware first; the declared chain places
-    # model selection first too (Stage.OUTERMOST), so the graph's order is the chain's.
-    if not isinstance(chain[0], ModelSelectionMiddleware):
-        raise AssertionError("the chain must start with model selection")
     return build_lead_agent(
         models,
         checkpointer,
         tools=build_tools(sandbox) if tools is None else tools,
-        middleware=chain[1:],
+        middleware=chain,
         system_prompt=SYSTEM_PROMPT,
     )
