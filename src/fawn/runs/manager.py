@@ -200,7 +200,8 @@ class RunManager:
             return {"__error__": outcome.error} if outcome.error else outcome.values
         record = await self._runs.get(run_id)
         if record is not None and record.status == "error":
-            return {"__error__": {"error": "RunError", "message": record.error or "run failed"}}
+            kind = "RunOrphaned" if record.stop_reason == "orphaned" else "RunError"
+            return {"__error__": {"error": kind, "message": record.error or "run failed"}}
         return await self._worker.final_values(thread_id)
 
     async def get(self, thread_id: str, run_id: str) -> RunRecord:
