@@ -235,24 +235,6 @@ async def test_join_a_running_run_waits_for_its_values(
     assert final == lead.state(human(key), ai(slow_turn(10)["content"]), title=TITLE)
 
 
-async def test_create_response_headers(server: LiveServer, stub: Any, key: str) -> None:
-    script(stub, key, {"content": "x"})
-    async with httpx.AsyncClient(base_url=server.url, timeout=30) as http:
-        tid = (await http.post("/threads", json={})).json()["thread_id"]
-        created = await http.post(
-            f"/threads/{tid}/runs", json={"assistant_id": LEAD_AGENT_ID, "input": user(key)}
-        )
-        run_id = created.json()["run_id"]
-        waited = await http.post(
-            f"/threads/{tid}/runs/wait", json={"assistant_id": "lead_agent", "input": user(key)}
-        )
-    assert created.status_code == 200
-    assert created.headers["content-location"] == f"/threads/{tid}/runs/{run_id}"
-    assert waited.status_code == 200
-    wait_run = waited.headers["content-location"].rsplit("/", 1)[1]
-    assert waited.headers["location"] == f"/threads/{tid}/runs/{wait_run}/join"
-
-
 async def test_if_not_exists_create_makes_the_thread(
     server: LiveServer, client: LangGraphClient, stub: Any, key: str
 ) -> None:
@@ -361,3 +343,35 @@ async def test_create_batch_validates_every_item_first(client: LangGraphClient, 
         )
     assert "[1]" in str(caught.value)
     assert await client.runs.list(tid) == []
+
+
+async def test_run_from_a_past_checkpoint_branches_the_thread(
+    server: LiveServer, client: LangGraphClient, stub: Any, key: str
+) -> None:
+    """Time travel: a run given ``checkpoint_id`` continues from that checkpoint, so the
+    later exchange is not in its history (it stays reachable in the thread's history)."""
+    script(stub, key, {"content": "first"}, {"content": "second"}, {"content": "branched"})
+    tid = await new_thread(client)
+    first = await client.runs.wait(tid, "lead_agent", input=user(key))
+    after_first = (await client.threads.get_state(tid))["checkpoint"]["checkpoint_id"]
+    await client.runs.wait(tid, "lead_agent", input=user("later"))
+
+    branch = await client.runs.wait(
+        tid, "lead_agent", input=user("instead"), checkpoint_id=after_first
+    )
+    lead = Lead.of(server, tid)
+    # the branch's conversation has one answer before it: the script's second turn answers
+    expected = lead.state(*first["messages"], human("instead"), ai_invoked("second"), title=TITLE)
+    assert branch == expected
+    assert (await client.threads.get_state(tid))["values"] == expected
+    run = (await client.runs.list(tid, limit=1))[0]
+    assert run["kwargs"]["checkpoint"] == {"checkpoint_id": after_first}
+
+    via_checkpoint = await client.runs.wait(
+        tid,
+        "lead_agent",
+        input=user("again instead"),
+        checkpoint={"checkpoint_id": after_first, "checkpoint_ns": ""},
+    )
+    assert via_checkpoint["messages"][-2:] == [human("again instead"), ai_invoked("second")]
+    assert via_checkpoint["messages"][:-2] == first["messages"]

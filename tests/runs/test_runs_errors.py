@@ -15,7 +15,6 @@ from tests.runs.runs_helpers import (
     Lead,
     ai_invoked,
     collect,
-    containing,
     end_event,
     human,
     metadata_event,
@@ -138,54 +137,6 @@ async def test_unknown_model_name_is_400_listing_the_configured_ones(
     assert await client.runs.list(tid) == []
 
 
-@pytest.mark.parametrize(
-    ("extra", "detail"),
-    [
-        (
-            {"context": {"subagent_enabled": True}},
-            containing("subagent_enabled=true is not supported"),
-        ),
-        ({"config": {"configurable": {"subagent_enabled": True}}}, containing("subagent_enabled")),
-        ({"webhook": "http://example.invalid/hook"}, "webhook: webhooks are not supported"),
-        ({"after_seconds": 5}, "after_seconds: delayed runs (after_seconds) are not supported"),
-        ({"feedback_keys": ["x"]}, "feedback_keys: LangSmith feedback keys are not supported"),
-        ({"context": {"thinking_enabled": "yes"}}, "thinking_enabled must be of type bool"),
-        ({"context": {"reasoning_effort": "max"}}, containing("reasoning_effort must be one of")),
-        ({"context": {"agent_name": "other"}}, containing("unknown agent_name 'other'")),
-        ({"context": {"max_concurrent_subagents": 99}}, containing("max_concurrent_subagents")),
-        ({"context": {"colour": "red"}}, containing("context: unknown key(s) colour")),
-        ({"command": {"resume": 1}, "input": user("x")}, "give either input or command, not both"),
-        ({"bogus": 1}, "bogus: unsupported field"),
-        ({"stream_mode": "events"}, containing("unsupported stream_mode events; supported: ")),
-        ({"multitask_strategy": "sometimes"}, containing("multitask_strategy: ")),
-    ],
-)
-async def test_options_we_do_not_implement_are_422_naming_the_field(
-    server: LiveServer, extra: dict[str, Any], detail: Any
-) -> None:
-    async with httpx.AsyncClient(base_url=server.url, timeout=30) as http:
-        tid = (await http.post("/threads", json={})).json()["thread_id"]
-        body = {"assistant_id": "lead_agent", "input": user("x"), **extra}
-        responses = [
-            await http.post(path, json=body)
-            for path in (f"/threads/{tid}/runs", f"/threads/{tid}/runs/stream", "/runs/wait")
-        ]
-        runs = await http.get(f"/threads/{tid}/runs")
-    assert [(r.status_code, r.json()) for r in responses] == [(422, {"detail": detail})] * 3
-    assert runs.json() == []
-
-
-async def test_stateless_runs_cannot_start_from_a_checkpoint(server: LiveServer) -> None:
-    async with httpx.AsyncClient(base_url=server.url) as http:
-        response = await http.post(
-            "/runs", json={"assistant_id": "lead_agent", "input": user("x"), "checkpoint_id": "c"}
-        )
-    assert (response.status_code, response.json()) == (
-        422,
-        {"detail": "stateless runs cannot start from a checkpoint"},
-    )
-
-
 async def test_server_owned_values_cannot_be_overridden(
     server: LiveServer, client: LangGraphClient, stub: Any, key: str
 ) -> None:
@@ -244,20 +195,3 @@ async def test_secrets_in_the_request_are_redacted_on_the_run(
     assert stored["kwargs"]["config"] == {
         "configurable": {"api_key": "***", "nested": {"password": "***"}}
     }
-
-
-async def test_bad_last_event_id_is_400(
-    server: LiveServer, client: LangGraphClient, stub: Any, key: str
-) -> None:
-    script(stub, key, {"content": "ok"})
-    tid = await new_thread(client)
-    run = await client.runs.create(tid, "lead_agent", input=user(key))
-    await client.runs.join(tid, run["run_id"])
-    async with httpx.AsyncClient(base_url=server.url) as http:
-        response = await http.get(
-            f"/threads/{tid}/runs/{run['run_id']}/stream", headers={"Last-Event-ID": "abc"}
-        )
-    assert (response.status_code, response.json()) == (
-        400,
-        {"detail": "Last-Event-ID must be a non-negative integer event id, got 'abc'"},
-    )

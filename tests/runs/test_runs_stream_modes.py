@@ -4,12 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-import httpx
-import pytest
 from langgraph_sdk.client import LangGraphClient
 
 from tests.runs.runs_helpers import (
-    ANY_UUID,
     TITLE,
     USAGE,
     Event,
@@ -25,7 +22,6 @@ from tests.runs.runs_helpers import (
     new_thread,
     pairs,
     script,
-    sse_frames,
     superset,
     user,
 )
@@ -242,75 +238,3 @@ async def test_subgraphs_flag_keeps_root_event_names(
     expected = _expected(server, tid, run_id, key, ai_invoked(REPLY))
     assert pairs(events) == [metadata_event(run_id, tid), *expected.updates(), end_event(run_id)]
     assert (await client.runs.get(tid, run_id))["kwargs"]["subgraphs"] is True
-
-
-@pytest.mark.parametrize("mode", ["events", "nonsense"])
-async def test_unsupported_stream_mode_is_422_listing_supported(
-    server: LiveServer, mode: str
-) -> None:
-    async with httpx.AsyncClient(base_url=server.url) as http:
-        tid = (await http.post("/threads", json={})).json()["thread_id"]
-        response = await http.post(
-            f"/threads/{tid}/runs/stream",
-            json={
-                "assistant_id": "lead_agent",
-                "input": user("x"),
-                "stream_mode": ["values", mode],
-            },
-        )
-        runs = await http.get(f"/threads/{tid}/runs")
-    assert response.status_code == 422
-    assert response.json() == {
-        "detail": f"unsupported stream_mode {mode}; supported: values, updates, messages, "
-        "messages-tuple, custom, debug, tasks, checkpoints"
-    }
-    assert runs.json() == []
-
-
-async def test_sse_wire_format(server: LiveServer, stub: Any, key: str) -> None:
-    """Headers and bytes exactly as the LangGraph server writes them (``custom`` mode keeps
-    the body to the two frames every run has)."""
-    script(stub, key, {"content": REPLY})
-    async with httpx.AsyncClient(base_url=server.url, timeout=30) as http:
-        tid = (await http.post("/threads", json={})).json()["thread_id"]
-        body = {"assistant_id": "lead_agent", "input": user(key), "stream_mode": "custom"}
-        async with http.stream("POST", f"/threads/{tid}/runs/stream", json=body) as response:
-            raw = b"".join([chunk async for chunk in response.aiter_bytes()])
-    run_id = response.headers["content-location"].rsplit("/", 1)[1]
-    assert response.status_code == 200
-    assert run_id == ANY_UUID
-    assert {k: v for k, v in response.headers.items() if k not in ("date", "server")} == {
-        "content-type": "text/event-stream; charset=utf-8",
-        "cache-control": "no-store",
-        "x-accel-buffering": "no",
-        "location": f"/threads/{tid}/runs/{run_id}/stream",
-        "content-location": f"/threads/{tid}/runs/{run_id}",
-        "transfer-encoding": "chunked",
-    }
-    assert raw.decode() == (
-        "event: metadata\n"
-        f'data: {{"run_id":"{run_id}","thread_id":"{tid}","attempt":1}}\n'
-        "id: 1\n\n"
-        "event: end\n"
-        f'data: {{"run_id":"{run_id}","status":"success"}}\n'
-        "id: 2\n\n"
-    )
-
-
-async def test_sse_frames_carry_event_data_and_id(server: LiveServer, stub: Any, key: str) -> None:
-    script(stub, key, {"content": REPLY})
-    async with httpx.AsyncClient(base_url=server.url, timeout=30) as http:
-        tid = (await http.post("/threads", json={})).json()["thread_id"]
-        body = {"assistant_id": "lead_agent", "input": user(f"{key} hi"), "stream_mode": "updates"}
-        async with http.stream("POST", f"/threads/{tid}/runs/stream", json=body) as response:
-            frames = [f async for f in sse_frames(response)]
-    run_id = frames[0].data["run_id"]
-    expected = [
-        metadata_event(run_id, tid),
-        *_expected(server, tid, run_id, key, ai_invoked(REPLY)).updates(),
-        end_event(run_id),
-    ]
-    assert [f.lines[0].split(": ")[0] for f in frames] == ["event"] * len(expected)
-    assert [(f.event, f.data, f.field("id")) for f in frames] == [
-        (event, data, str(i)) for i, (event, data) in enumerate(expected, start=1)
-    ]
