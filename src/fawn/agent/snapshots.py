@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from langchain_core.runnables import RunnableConfig
@@ -63,6 +64,21 @@ def snapshot_json(snapshot: StateSnapshot, thread_id: str) -> dict[str, Any]:
 
 def pending_interrupts(snapshot: StateSnapshot) -> dict[str, list[dict[str, Any]]]:
     """``{task_id: [{value, id}]}`` as the Thread shape carries them."""
-    return {
-        task.id: interrupts_json(task.interrupts) for task in snapshot.tasks if task.interrupts
-    }
+    return {task.id: interrupts_json(task.interrupts) for task in snapshot.tasks if task.interrupts}
+
+
+def select_fields(state: dict[str, Any], select: Sequence[str] | None) -> dict[str, Any]:
+    """Keep the ``select``-ed fields of a wire state; ``values.<channel>`` keeps one channel."""
+    if not select:
+        return state
+    picked: dict[str, Any] = {}
+    for field in select:
+        channel = field.removeprefix("values.")
+        if channel != field and "values" not in select:
+            values = state.get("values") or {}
+            kept = picked.setdefault("values", {})
+            if channel in values:
+                kept[channel] = values[channel]
+        elif field in state:
+            picked[field] = state[field]
+    return picked

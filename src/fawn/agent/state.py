@@ -2,13 +2,24 @@
 
 Each reducer answers one question: what happens when two writers update the channel in the
 same step, or a later turn writes again. They are pure functions of (existing, new).
+
+:func:`validate_update` checks a client-written update (``threads.update_state``) against the
+channels' declared types before LangGraph applies it, so a malformed value is refused with the
+channel's name instead of being merged (a string is iterable: ``merge_artifacts`` would happily
+split ``"abc"`` into three artifacts).
 """
 
 from __future__ import annotations
 
-from typing import Annotated, Any, NotRequired, TypedDict
+from collections.abc import Mapping
+from typing import Annotated, Any, NotRequired
 
 from langchain.agents import AgentState
+from langchain_core.messages import convert_to_messages
+from pydantic import ConfigDict, TypeAdapter, ValidationError, with_config
+
+# typing_extensions' TypedDict: pydantic validates these (validate_update) on Python 3.11.
+from typing_extensions import TypedDict
 
 
 class SandboxState(TypedDict):
@@ -21,9 +32,11 @@ class ThreadDataState(TypedDict):
     outputs_path: NotRequired[str | None]
 
 
+@with_config(ConfigDict(extra="forbid"))
 class ViewedImage(TypedDict):
     """Metadata of an image the model has been shown. Never the pixels: the bytes are read
-    from the sandbox for the model call only, so checkpoints stay small."""
+    from the sandbox for the model call only, so checkpoints stay small (an update carrying
+    ``base64`` is refused)."""
 
     mime_type: str
     size: NotRequired[int]
@@ -45,6 +58,14 @@ class SandboxConflictError(ValueError):
     """Two different sandboxes were bound to one thread."""
 
 
+class InvalidStateUpdate(ValueError):
+    """A state update names an unknown channel or carries a value of the wrong shape."""
+
+    def __init__(self, channel: str, message: str) -> None:
+        super().__init__(message)
+        self.channel = channel
+
+
 def merge_sandbox(existing: SandboxState | None, new: SandboxState | None) -> SandboxState | None:
     """Idempotent binding: the same id again is a no-op, a different id is an error."""
     if new is None:
@@ -60,10 +81,8 @@ def merge_sandbox(existing: SandboxState | None, new: SandboxState | None) -> Sa
 
 
 def merge_artifacts(existing: list[str] | None, new: list[str] | None) -> list[str]:
-    """Order-preserving, de-duplicating union; cumulative across turns."""
-    if new is None:
-        return list(existing or [])
-    return list(dict.fromkeys([*(existing or []), *new]))
+    """Order-preserving, de-duplicating union; cumulative across turns (``None`` adds nothing)."""
+    return list(dict.fromkeys([*(existing or []), *(new or [])]))
 
 
 def merge_todos(existing: list[Todo] | None, new: list[Todo] | None) -> list[Todo] | None:
@@ -94,16 +113,50 @@ class ThreadState(AgentState[Any]):
     viewed_images: Annotated[NotRequired[dict[str, ViewedImage]], merge_viewed_images]
 
 
-#: Channels a client may write through ``threads.update_state`` (besides ``messages``).
-STATE_CHANNELS: frozenset[str] = frozenset(
-    {
-        "messages",
-        "sandbox",
-        "thread_data",
-        "title",
-        "artifacts",
-        "todos",
-        "uploaded_files",
-        "viewed_images",
-    }
-)
+# What a client may write to each channel (``None`` is "no change" for the reducer channels).
+_CHANNEL_TYPES: dict[str, TypeAdapter[Any]] = {
+    "sandbox": TypeAdapter(SandboxState | None),
+    "thread_data": TypeAdapter(ThreadDataState | None),
+    "title": TypeAdapter(str | None),
+    "artifacts": TypeAdapter(list[str] | None),
+    "todos": TypeAdapter(list[Todo] | None),
+    "uploaded_files": TypeAdapter(list[UploadedFile] | None),
+    "viewed_images": TypeAdapter(dict[str, ViewedImage] | None),
+}
+
+#: Channels a client may write through ``threads.update_state``.
+STATE_CHANNELS: frozenset[str] = frozenset({"messages", *_CHANNEL_TYPES})
+
+
+def validate_update(values: Mapping[str, Any]) -> None:
+    """Raise :class:`InvalidStateUpdate` naming the first channel that is unknown or malformed."""
+    unknown = sorted(set(values) - STATE_CHANNELS)
+    if unknown:
+        raise InvalidStateUpdate(
+            unknown[0],
+            f"unknown state channel(s): {', '.join(unknown)}; "
+            f"writable channels: {', '.join(sorted(STATE_CHANNELS))}",
+        )
+    for channel, value in values.items():
+        if channel == "messages":
+            _check_messages(value)
+            continue
+        try:
+            _CHANNEL_TYPES[channel].validate_python(value, strict=True)
+        except ValidationError as exc:
+            problems = "; ".join(
+                f"{'.'.join(str(p) for p in (channel, *err['loc']))}: {err['msg']}"
+                for err in exc.errors()
+            )
+            raise InvalidStateUpdate(channel, problems) from None
+
+
+def _check_messages(value: Any) -> None:
+    """What ``add_messages`` would accept: a message or a list of messages (dicts, tuples...)."""
+    try:
+        convert_to_messages(value if isinstance(value, list) else [value])
+    # langchain reports an unsupported message with NotImplementedError, a bad dict with
+    # ValueError (pydantic's ValidationError included).
+    except (NotImplementedError, ValueError, TypeError, KeyError) as exc:
+        first_line = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise InvalidStateUpdate("messages", f"messages: {first_line}") from None

@@ -46,10 +46,14 @@ def expand_env(value: Any, environ: Mapping[str, str], where: str = "") -> Any:
             return value
         name = match.group(1)
         if name not in environ:
-            raise ConfigError(f"environment variable ${name} is not set (needed by {where or 'config'})")
+            raise ConfigError(
+                f"environment variable ${name} is not set (needed by {where or 'config'})"
+            )
         return environ[name]
     if isinstance(value, dict):
-        return {k: expand_env(v, environ, f"{where}.{k}" if where else str(k)) for k, v in value.items()}
+        return {
+            k: expand_env(v, environ, f"{where}.{k}" if where else str(k)) for k, v in value.items()
+        }
     if isinstance(value, list):
         return [expand_env(v, environ, f"{where}[{i}]") for i, v in enumerate(value)]
     return value
@@ -65,10 +69,19 @@ def parse_config(raw: Mapping[str, Any], environ: Mapping[str, str]) -> AppConfi
     try:
         return AppConfig.model_validate(expanded)
     except ValidationError as exc:
-        problems = "; ".join(
-            f"{'.'.join(str(p) for p in err['loc'])}: {err['msg']}" for err in exc.errors()
-        )
-        raise ConfigError(f"invalid config: {problems}") from exc
+        raise ConfigError(f"invalid config: {_problems(exc)}") from exc
+
+
+def _problems(exc: ValidationError) -> str:
+    """``models[0].use: 'use' must look like ...``: the same paths as the $VAR errors."""
+    problems = []
+    for err in exc.errors():
+        where = ""
+        for part in err["loc"]:
+            where += f"[{part}]" if isinstance(part, int) else (f".{part}" if where else part)
+        message = err["msg"].removeprefix("Value error, ")
+        problems.append(f"{where}: {message}" if where else message)
+    return "; ".join(problems)
 
 
 def load_config(

@@ -6,15 +6,17 @@ import asyncio
 import shutil
 import uuid
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any, Literal
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.errors import InvalidUpdateError
+from langgraph.types import StateUpdate
 
 from fawn.agent.graph import LeadAgent
 from fawn.agent.serialize import to_jsonable
-from fawn.agent.snapshots import checkpoint_ref, pending_interrupts, snapshot_json
-from fawn.agent.state import STATE_CHANNELS
+from fawn.agent.snapshots import checkpoint_ref, pending_interrupts, select_fields, snapshot_json
+from fawn.agent.state import InvalidStateUpdate, validate_update
 from fawn.runs.errors import Conflict, InvalidInput, NotFound
 from fawn.sandbox.errors import InvalidThreadId
 from fawn.sandbox.paths import ThreadPaths, validate_thread_id
@@ -29,6 +31,10 @@ from fawn.store.threads import (
     ThreadStatus,
 )
 
+#: One superstep of ``threads.create(supersteps=...)``: ``(values, as_node)`` pairs applied
+#: together, as if those nodes had run in the same step.
+Superstep = Sequence[tuple[Any, str]]
+
 
 def thread_config(thread_id: str, checkpoint: Mapping[str, Any] | None = None) -> RunnableConfig:
     configurable: dict[str, Any] = {"thread_id": thread_id, "checkpoint_ns": ""}
@@ -38,13 +44,28 @@ def thread_config(thread_id: str, checkpoint: Mapping[str, Any] | None = None) -
     return {"configurable": configurable}
 
 
+def is_valid_thread_id(thread_id: str) -> bool:
+    try:
+        validate_thread_id(thread_id)
+    except InvalidThreadId:
+        return False
+    return True
+
+
+def check_thread_id(thread_id: str) -> str:
+    try:
+        return validate_thread_id(thread_id)
+    except InvalidThreadId as exc:
+        raise InvalidInput(f"thread_id: {exc}", field="thread_id") from exc
+
+
 class ThreadService:
     def __init__(
         self,
         repo: ThreadRepository,
         agent: LeadAgent,
         saver: Saver,
-        data_dir: Any,
+        data_dir: Path,
     ) -> None:
         self._repo = repo
         self._agent = agent
@@ -55,25 +76,51 @@ class ThreadService:
     def repo(self) -> ThreadRepository:
         return self._repo
 
+    # -- records -------------------------------------------------------------------------
+
     async def create(
         self,
         thread_id: str | None,
         metadata: Mapping[str, Any] | None,
         if_exists: Literal["raise", "do_nothing"],
+        *,
+        supersteps: Sequence[Superstep] = (),
     ) -> ThreadRecord:
-        tid = thread_id or str(uuid.uuid4())
+        """Create a thread, optionally with initial state. ``do_nothing`` returns an existing
+        thread unchanged (its supersteps are not applied)."""
+        tid = str(uuid.uuid4()) if thread_id is None else check_thread_id(thread_id)
+        for step in supersteps:
+            for values, as_node in step:
+                self._validate_update(values, as_node)
         try:
-            return await self._repo.create(tid, metadata=metadata, if_exists=if_exists)
+            record = await self._repo.create(tid, metadata=metadata)
         except ThreadExists as exc:
+            if if_exists == "do_nothing":
+                return await self.get(tid)
             raise Conflict(f"thread {tid} already exists") from exc
+        if not supersteps:
+            return record
+        updates = [
+            [StateUpdate(values, as_node) for values, as_node in step] for step in supersteps
+        ]
+        try:
+            await self._apply(self._agent.graph.abulk_update_state(thread_config(tid), updates))
+        except Exception:
+            await self._saver.adelete_thread(tid)
+            await self._repo.delete(tid)
+            raise
+        await self.refresh(tid)
+        return await self.get(tid)
 
     async def get(self, thread_id: str) -> ThreadRecord:
-        record = await self._repo.get(thread_id)
+        # An id that could never have been created is not looked up (PostgreSQL refuses NULs).
+        record = await self._repo.get(thread_id) if is_valid_thread_id(thread_id) else None
         if record is None:
             raise NotFound(f"thread {thread_id} not found")
         return record
 
     async def update_metadata(self, thread_id: str, metadata: Mapping[str, Any]) -> ThreadRecord:
+        await self.get(thread_id)
         record = await self._repo.update_metadata(thread_id, metadata)
         if record is None:
             raise NotFound(f"thread {thread_id} not found")
@@ -84,8 +131,7 @@ class ThreadService:
         await self.get(thread_id)
         await self._saver.adelete_thread(thread_id)
         await self._repo.delete(thread_id)
-        paths = ThreadPaths.for_thread(self._data_dir, thread_id)
-        await asyncio.to_thread(shutil.rmtree, paths.thread_dir, True)
+        await asyncio.to_thread(shutil.rmtree, self._thread_dir(thread_id), True)
 
     async def search(
         self,
@@ -96,6 +142,13 @@ class ThreadService:
         sort_by: ThreadSortBy,
         sort_order: Literal["asc", "desc"],
     ) -> tuple[list[ThreadRecord], int]:
+        if flt.ids is not None:  # ids no thread can have match nothing, and are not looked up
+            flt = ThreadFilter(
+                metadata=flt.metadata,
+                values=flt.values,
+                status=flt.status,
+                ids=[tid for tid in flt.ids if is_valid_thread_id(tid)],
+            )
         return await self._repo.search(
             flt, limit=limit, offset=offset, sort_by=sort_by, sort_order=sort_order
         )
@@ -104,10 +157,17 @@ class ThreadService:
         return await self._repo.count(flt)
 
     async def copy(self, thread_id: str) -> ThreadRecord:
+        """A new thread with the same metadata, checkpoints (history) and files."""
         source = await self.get(thread_id)
         target = str(uuid.uuid4())
         await self._repo.create(target, metadata=source.metadata)
         await copy_thread(self._saver, thread_id, target)
+        source_dir = self._thread_dir(thread_id)
+        if source_dir.is_dir():
+            # Symlinks stay links: following one planted in a workspace would copy host files.
+            await asyncio.to_thread(
+                shutil.copytree, source_dir, self._thread_dir(target), symlinks=True
+            )
         await self._repo.save_state(
             target,
             ThreadStateSnapshot(
@@ -119,16 +179,20 @@ class ThreadService:
         return await self.get(target)
 
     async def prune(self, thread_ids: Sequence[str], strategy: str) -> int:
+        """``delete`` removes threads entirely; ``keep_latest`` keeps only the latest checkpoint.
+        Unknown ids are skipped; the answer counts the threads pruned."""
         pruned = 0
-        for tid in thread_ids:
-            if await self._repo.get(tid) is None:
+        for tid in dict.fromkeys(thread_ids):
+            if not is_valid_thread_id(tid) or await self._repo.get(tid) is None:
                 continue
             if strategy == "delete":
                 await self.delete(tid)
             else:
-                await self._saver.aprune([tid], strategy="keep_latest")
+                await self._keep_latest_checkpoint(tid)
             pruned += 1
         return pruned
+
+    # -- state ---------------------------------------------------------------------------
 
     async def get_state(
         self,
@@ -136,15 +200,13 @@ class ThreadService:
         checkpoint: Mapping[str, Any] | None = None,
         *,
         subgraphs: bool = False,
+        select: Sequence[str] | None = None,
     ) -> dict[str, Any]:
         await self.get(thread_id)
+        await self._require_checkpoint(thread_id, checkpoint)
         config = thread_config(thread_id, checkpoint)
         snapshot = await self._agent.graph.aget_state(config, subgraphs=subgraphs)
-        if checkpoint and checkpoint.get("checkpoint_id") and snapshot.config is None:
-            raise NotFound(
-                f"checkpoint {checkpoint.get('checkpoint_id')} not found in thread {thread_id}"
-            )
-        return snapshot_json(snapshot, thread_id)
+        return select_fields(snapshot_json(snapshot, thread_id), select)
 
     async def history(
         self,
@@ -154,15 +216,21 @@ class ThreadService:
         before: str | Mapping[str, Any] | None,
         metadata: Mapping[str, Any] | None,
         checkpoint: Mapping[str, Any] | None,
+        select: Sequence[str] | None = None,
     ) -> list[dict[str, Any]]:
+        """States newest first: at most ``limit``, older than ``before`` (a checkpoint id or a
+        checkpoint), whose checkpoint metadata contains ``metadata``."""
         await self.get(thread_id)
+        await self._require_checkpoint(thread_id, checkpoint)
         before_config: RunnableConfig | None = None
         if isinstance(before, str):
+            if "\x00" in before:
+                raise InvalidInput("before: not a checkpoint id", field="before")
             before_config = thread_config(thread_id, {"checkpoint_id": before})
         elif before:
             before_config = thread_config(thread_id, before)
         return [
-            snapshot_json(snap, thread_id)
+            select_fields(snapshot_json(snap, thread_id), select)
             async for snap in self._agent.graph.aget_state_history(
                 thread_config(thread_id, checkpoint),
                 filter=dict(metadata) if metadata else None,
@@ -170,25 +238,6 @@ class ThreadService:
                 limit=limit,
             )
         ]
-
-    def _validate_update(self, values: Any, as_node: str | None) -> None:
-        if isinstance(values, Mapping):
-            unknown = sorted(set(values) - STATE_CHANNELS)
-            if unknown:
-                raise InvalidInput(
-                    f"unknown state channel(s): {', '.join(unknown)}; "
-                    f"writable channels: {', '.join(sorted(STATE_CHANNELS))}",
-                    field="values",
-                )
-        elif values is not None:
-            raise InvalidInput(
-                "values must be an object mapping channels to values", field="values"
-            )
-        if as_node is not None and as_node not in self._agent.graph.nodes:
-            nodes = ", ".join(n for n in self._agent.graph.nodes if not n.startswith("__"))
-            raise InvalidInput(
-                f"unknown node {as_node!r} for as_node; nodes: {nodes}", field="as_node"
-            )
 
     async def update_state(
         self,
@@ -198,13 +247,15 @@ class ThreadService:
         as_node: str | None,
         checkpoint: Mapping[str, Any] | None,
     ) -> dict[str, Any]:
+        """Apply ``values`` through the channels' reducers, as if ``as_node`` had written them,
+        on top of the latest checkpoint or of ``checkpoint`` (which forks from it)."""
         await self.get(thread_id)
         self._validate_update(values, as_node)
+        await self._require_checkpoint(thread_id, checkpoint)
         config = thread_config(thread_id, checkpoint)
-        try:
-            new_config = await self._agent.graph.aupdate_state(config, values, as_node=as_node)
-        except (InvalidUpdateError, ValueError, TypeError) as exc:
-            raise InvalidInput(f"state update rejected: {exc}", field="values") from exc
+        new_config = await self._apply(
+            self._agent.graph.aupdate_state(config, values, as_node=as_node)
+        )
         await self.refresh(thread_id)
         ref = checkpoint_ref(new_config, thread_id)
         return {
@@ -231,9 +282,72 @@ class ThreadService:
             ),
         )
 
+    # -- helpers -------------------------------------------------------------------------
 
-def check_thread_id(thread_id: str) -> str:
-    try:
-        return validate_thread_id(thread_id)
-    except InvalidThreadId as exc:
-        raise InvalidInput(str(exc), field="thread_id") from exc
+    def _thread_dir(self, thread_id: str) -> Path:
+        return ThreadPaths.for_thread(self._data_dir, thread_id).thread_dir
+
+    def _validate_update(self, values: Any, as_node: str | None) -> None:
+        if isinstance(values, Mapping):
+            try:
+                validate_update(values)
+            except InvalidStateUpdate as exc:
+                raise InvalidInput(str(exc), field=f"values.{exc.channel}") from exc
+        elif values is not None:
+            raise InvalidInput(
+                "values must be an object mapping channels to values", field="values"
+            )
+        if as_node is not None and as_node not in self._agent.graph.nodes:
+            nodes = ", ".join(n for n in self._agent.graph.nodes if not n.startswith("__"))
+            raise InvalidInput(
+                f"unknown node {as_node!r} for as_node; nodes: {nodes}", field="as_node"
+            )
+
+    @staticmethod
+    async def _apply(update: Any) -> RunnableConfig:
+        """Await a LangGraph state update; a reducer's refusal becomes a 422."""
+        try:
+            config: RunnableConfig = await update
+        except (InvalidUpdateError, ValueError, TypeError) as exc:
+            raise InvalidInput(f"state update rejected: {exc}", field="values") from exc
+        return config
+
+    async def _require_checkpoint(
+        self, thread_id: str, checkpoint: Mapping[str, Any] | None
+    ) -> None:
+        """404 for a checkpoint id this thread does not have (LangGraph would read it as an
+        empty state, and an update would silently fork from nothing)."""
+        checkpoint_id = (checkpoint or {}).get("checkpoint_id")
+        if not checkpoint_id:
+            return
+        found = "\x00" not in str(checkpoint_id) and (
+            await self._saver.aget_tuple(thread_config(thread_id, checkpoint)) is not None
+        )
+        if not found:
+            raise NotFound(f"checkpoint {checkpoint_id} not found in thread {thread_id}")
+
+    async def _keep_latest_checkpoint(self, thread_id: str) -> None:
+        try:
+            await self._saver.aprune([thread_id], strategy="keep_latest")
+        except NotImplementedError:
+            # The SQLite saver has no prune: rewrite the latest checkpoint of each namespace
+            # (and its pending writes) as the thread's only one.
+            latest: dict[str, Any] = {}
+            async for item in self._saver.alist({"configurable": {"thread_id": thread_id}}):
+                latest.setdefault(item.config["configurable"].get("checkpoint_ns", ""), item)
+            await self._saver.adelete_thread(thread_id)
+            for ns, item in latest.items():
+                config: RunnableConfig = {
+                    "configurable": {"thread_id": thread_id, "checkpoint_ns": ns}
+                }
+                stored = await self._saver.aput(
+                    config,
+                    item.checkpoint,
+                    item.metadata,
+                    dict(item.checkpoint["channel_versions"]),
+                )
+                by_task: dict[str, list[tuple[str, Any]]] = {}
+                for task_id, channel, value in item.pending_writes or []:
+                    by_task.setdefault(task_id, []).append((channel, value))
+                for task_id, writes in by_task.items():
+                    await self._saver.aput_writes(stored, writes, task_id)

@@ -3,35 +3,72 @@
 from __future__ import annotations
 
 import json
+import logging
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from alembic import command
-from alembic.config import Config as AlembicConfig
 from sqlalchemy import Connection, event, text
 from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
 from fawn.config.settings import DatabaseSettings
 
+log = logging.getLogger(__name__)
+
 _MIGRATIONS = Path(__file__).parent / "migrations"
 _PG_MIGRATION_LOCK = 0x6661776E  # "fawn": serialises migrations across gateway workers
 
 
 def json_contains(container: Any, contained: Any) -> bool:
-    """PostgreSQL ``@>`` semantics for JSON values, for SQLite."""
+    """PostgreSQL's ``jsonb @> jsonb`` for decoded JSON values (SQLite has no equivalent).
+
+    Objects contain the pairs of a sub-object, arrays contain the elements of a sub-array
+    (each scalar must be an element of the container array, each object or array must be
+    contained in one of its object or array elements), and scalars equal by JSON type and
+    value (``1`` equals ``1.0``, never ``true``). The one exception to structural matching
+    holds at the top level only, as in PostgreSQL: an array contains a scalar it holds.
+    """
+    if isinstance(container, list) and _is_scalar(contained):
+        return any(_is_scalar(c) and _scalar_equal(c, contained) for c in container)
+    return _contains(container, contained)
+
+
+def _contains(container: Any, contained: Any) -> bool:
     if isinstance(contained, dict):
         return isinstance(container, dict) and all(
-            k in container and json_contains(container[k], v) for k, v in contained.items()
+            key in container and _contains(container[key], value)
+            for key, value in contained.items()
         )
     if isinstance(contained, list):
-        if not isinstance(container, list):
-            return False
-        return all(any(json_contains(c, item) for c in container) for item in contained)
-    if isinstance(container, list):  # a scalar is contained in an array holding it
-        return contained in container
-    return bool(container == contained) and type(container) is type(contained)
+        return isinstance(container, list) and all(
+            _array_holds(container, item) for item in contained
+        )
+    return _is_scalar(container) and _scalar_equal(container, contained)
+
+
+def _array_holds(array: list[Any], item: Any) -> bool:
+    if _is_scalar(item):
+        return any(_is_scalar(c) and _scalar_equal(c, item) for c in array)
+    return any(not _is_scalar(c) and _contains(c, item) for c in array)
+
+
+def _is_scalar(value: Any) -> bool:
+    return not isinstance(value, dict | list)
+
+
+def _json_kind(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int | float):
+        return "number"
+    return "string"
+
+
+def _scalar_equal(a: Any, b: Any) -> bool:
+    return _json_kind(a) == _json_kind(b) and bool(a == b)
 
 
 def _sqlite_json_contains(container: str | None, contained: str | None) -> int:
@@ -106,10 +143,22 @@ class Database:
 
 
 def _upgrade_to_head(connection: Connection) -> None:
+    # Alembic logs a dozen INFO lines (plugin setup when imported, "Context impl", ...) on every
+    # start, even with nothing to do: quiet it before importing it, keep its warnings, and say
+    # ourselves what actually changed.
+    logging.getLogger("alembic").setLevel(logging.WARNING)
+    from alembic import command
+    from alembic.config import Config as AlembicConfig
+    from alembic.runtime.migration import MigrationContext
+
     cfg = AlembicConfig()
     cfg.set_main_option("script_location", str(_MIGRATIONS))
     cfg.attributes["connection"] = connection
+    before = MigrationContext.configure(connection).get_current_revision()
     command.upgrade(cfg, "head")
+    after = MigrationContext.configure(connection).get_current_revision()
+    if after != before:
+        log.info("database schema upgraded from %s to %s", before or "empty", after)
 
 
 def _tune_sqlite(engine: AsyncEngine) -> None:

@@ -38,6 +38,8 @@ class ThreadRecord:
 
 @dataclass(frozen=True, kw_only=True)
 class ThreadFilter:
+    """Conditions that all must hold: ``metadata``/``values`` by JSON containment (``@>``)."""
+
     metadata: Mapping[str, Any] | None = None
     values: Mapping[str, Any] | None = None
     status: ThreadStatus | None = None
@@ -106,19 +108,23 @@ class ThreadRepository:
 
     async def get(self, thread_id: str) -> ThreadRecord | None:
         async with self._db.engine.connect() as conn:
-            row = (await conn.execute(select(threads).where(threads.c.thread_id == thread_id))).first()
+            row = (
+                await conn.execute(select(threads).where(threads.c.thread_id == thread_id))
+            ).first()
         return _record(row) if row is not None else None
 
-    async def update_metadata(self, thread_id: str, patch: Mapping[str, Any]) -> ThreadRecord | None:
-        """Shallow-merge ``patch`` into the metadata."""
+    async def update_metadata(
+        self, thread_id: str, patch: Mapping[str, Any]
+    ) -> ThreadRecord | None:
+        """Shallow-merge ``patch`` into the metadata (the row is locked: concurrent patches
+        both land)."""
+        query = select(threads).where(threads.c.thread_id == thread_id).with_for_update()
         async with self._db.engine.begin() as conn:
-            row = (await conn.execute(select(threads).where(threads.c.thread_id == thread_id))).first()
+            row = (await conn.execute(query)).first()
             if row is None:
                 return None
             current = _record(row)
-            updated = replace(
-                current, metadata={**current.metadata, **patch}, updated_at=utcnow()
-            )
+            updated = replace(current, metadata={**current.metadata, **patch}, updated_at=utcnow())
             await conn.execute(
                 update(threads)
                 .where(threads.c.thread_id == thread_id)
@@ -202,7 +208,7 @@ class ThreadRepository:
             parts.append(self._contains(threads.c["values"], flt.values))
         if flt.status:
             parts.append(threads.c.status == flt.status)
-        if flt.ids:
+        if flt.ids is not None:  # an empty list matches nothing
             parts.append(threads.c.thread_id.in_(list(flt.ids)))
         return and_(*parts) if parts else None
 

@@ -4,15 +4,17 @@ from __future__ import annotations
 
 import uuid
 from datetime import UTC, datetime
-from typing import Any
+from typing import Annotated, Any
 
-from fastapi import APIRouter, Response
+from fastapi import APIRouter, Query, Response
+from langgraph.pregel import Pregel
 
 from fawn.agent.graph import LEAD_AGENT
 from fawn.gateway.deps import ServicesDep
 from fawn.gateway.responses import JSON
 from fawn.gateway.schemas import AssistantCount, AssistantSearch
 from fawn.runs.errors import NotFound
+from fawn.store.database import json_contains
 
 router = APIRouter(tags=["assistants"])
 
@@ -43,8 +45,7 @@ def assistant_json() -> dict[str, Any]:
 
 
 def _matches(metadata: dict[str, Any] | None, graph_id: str | None, name: str | None) -> bool:
-    meta = assistant_json()["metadata"]
-    if metadata and any(meta.get(k) != v for k, v in metadata.items()):
+    if metadata and not json_contains(assistant_json()["metadata"], metadata):
         return False
     return graph_id in (None, LEAD_AGENT) and name in (None, LEAD_AGENT)
 
@@ -60,7 +61,10 @@ async def search_assistants(body: AssistantSearch) -> Response:
     page = found[body.offset : body.offset + body.limit]
     if body.select:
         page = [{k: a.get(k) for k in body.select} for a in page]
-    return JSON(page, headers={"X-Pagination-Total": str(len(found))})
+    headers = {"X-Pagination-Total": str(len(found))}
+    if body.offset + len(page) < len(found):
+        headers["X-Pagination-Next"] = str(body.offset + len(page))
+    return JSON(page, headers=headers)
 
 
 @router.post("/assistants/count")
@@ -75,29 +79,46 @@ async def get_assistant(assistant_id: str) -> Response:
 
 
 @router.get("/assistants/{assistant_id}/graph")
-async def get_graph(assistant_id: str, services: ServicesDep, xray: bool = False) -> Response:
+async def get_graph(
+    assistant_id: str,
+    services: ServicesDep,
+    xray: Annotated[
+        int | bool, Query(description="include subgraphs (true), or up to this depth (int)")
+    ] = False,
+) -> Response:
     _require(assistant_id)
     drawable = (await services.agent.graph.aget_graph(xray=xray)).to_json()
     return JSON(drawable)
 
 
+def _graph_schemas(graph: Pregel[Any, Any, Any, Any]) -> dict[str, Any]:
+    return {
+        "graph_id": LEAD_AGENT,
+        "input_schema": graph.get_input_jsonschema(),
+        "output_schema": graph.get_output_jsonschema(),
+        "state_schema": graph.get_output_jsonschema(),
+        "config_schema": graph.config_schema().model_json_schema(),
+        "context_schema": graph.get_context_jsonschema(),
+    }
+
+
 @router.get("/assistants/{assistant_id}/schemas")
 async def get_schemas(assistant_id: str, services: ServicesDep) -> Response:
     _require(assistant_id)
-    graph = services.agent.graph
-    return JSON(
-        {
-            "graph_id": LEAD_AGENT,
-            "input_schema": graph.get_input_jsonschema(),
-            "output_schema": graph.get_output_jsonschema(),
-            "state_schema": graph.get_output_jsonschema(),
-            "config_schema": graph.config_schema().model_json_schema(),
-            "context_schema": graph.get_context_jsonschema(),
-        }
-    )
+    return JSON(_graph_schemas(services.agent.graph))
 
 
 @router.get("/assistants/{assistant_id}/subgraphs")
-async def get_subgraphs(assistant_id: str) -> Response:
+@router.get("/assistants/{assistant_id}/subgraphs/{namespace}")
+async def get_subgraphs(
+    assistant_id: str, services: ServicesDep, namespace: str | None = None, recurse: bool = False
+) -> Response:
     _require(assistant_id)
-    return JSON({})
+    found = {
+        ns: _graph_schemas(graph)
+        async for ns, graph in services.agent.graph.aget_subgraphs(
+            namespace=namespace, recurse=recurse
+        )
+        if isinstance(graph, Pregel)
+    }
+    return JSON(found)

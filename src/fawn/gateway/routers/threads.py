@@ -9,8 +9,10 @@ from fastapi import APIRouter, Header, Query, Response
 from fawn.gateway.deps import ServicesDep
 from fawn.gateway.responses import JSON
 from fawn.gateway.schemas import (
+    CheckpointBody,
     HistoryQuery,
     StateAtCheckpoint,
+    StateField,
     StateUpdate,
     ThreadCount,
     ThreadCreate,
@@ -20,7 +22,6 @@ from fawn.gateway.schemas import (
 )
 from fawn.gateway.wire import thread_json
 from fawn.runs.errors import InvalidInput
-from fawn.runs.threads import check_thread_id
 from fawn.store.threads import ThreadFilter
 
 router = APIRouter(tags=["threads"])
@@ -28,21 +29,17 @@ router = APIRouter(tags=["threads"])
 
 @router.post("/threads")
 async def create_thread(body: ThreadCreate, services: ServicesDep) -> Response:
-    if body.thread_id is not None:
-        check_thread_id(body.thread_id)
-    record = await services.threads.create(body.thread_id, body.metadata, body.if_exists)
-    if body.supersteps:
-        for step in body.supersteps:
-            for upd in step.updates:
-                if upd.command is not None:
-                    raise InvalidInput(
-                        "supersteps updates with 'command' are not supported; use 'values'",
-                        field="supersteps.updates.command",
-                    )
-                await services.threads.update_state(
-                    record.thread_id, upd.values, as_node=upd.as_node, checkpoint=None
-                )
-        record = await services.threads.get(record.thread_id)
+    supersteps: list[list[tuple[Any, str]]] = []
+    for step in body.supersteps or ():
+        if any(upd.command is not None for upd in step.updates):
+            raise InvalidInput(
+                "supersteps: updates with 'command' are not supported; use 'values'",
+                field="supersteps",
+            )
+        supersteps.append([(upd.values, upd.as_node) for upd in step.updates])
+    record = await services.threads.create(
+        body.thread_id, body.metadata, body.if_exists, supersteps=supersteps
+    )
     return JSON(thread_json(record))
 
 
@@ -59,7 +56,9 @@ async def search_threads(body: ThreadSearch, services: ServicesDep) -> Response:
     headers = {"X-Pagination-Total": str(total)}
     if body.offset + len(records) < total:
         headers["X-Pagination-Next"] = str(body.offset + len(records))
-    return JSON([thread_json(r, body.select) for r in records], headers=headers)
+    return JSON(
+        [thread_json(r, body.select, extract=body.extract) for r in records], headers=headers
+    )
 
 
 @router.post("/threads/count")
@@ -76,9 +75,19 @@ async def prune_threads(body: ThreadPrune, services: ServicesDep) -> Response:
 
 @router.get("/threads/{thread_id}")
 async def get_thread(
-    thread_id: str, services: ServicesDep, include: Annotated[str | None, Query()] = None
+    thread_id: str,
+    services: ServicesDep,
+    include: Annotated[
+        str | None, Query(description="comma-separated extra fields; 'ttl' (always null here)")
+    ] = None,
 ) -> Response:
-    return JSON(thread_json(await services.threads.get(thread_id)))
+    fields = [f for f in (include or "").split(",") if f]
+    unknown = sorted(set(fields) - {"ttl"})
+    if unknown:
+        raise InvalidInput(
+            f"include: unknown field(s) {', '.join(unknown)}; supported: ttl", field="include"
+        )
+    return JSON(thread_json(await services.threads.get(thread_id), include=fields))
 
 
 @router.patch("/threads/{thread_id}")
@@ -105,26 +114,37 @@ async def copy_thread(thread_id: str, services: ServicesDep) -> Response:
     return JSON(thread_json(await services.threads.copy(thread_id)))
 
 
+StateSelect = Annotated[list[StateField] | None, Query()]
+
+
 @router.get("/threads/{thread_id}/state")
-async def get_state(thread_id: str, services: ServicesDep, subgraphs: bool = False) -> Response:
-    return JSON(await services.threads.get_state(thread_id, subgraphs=subgraphs))
+async def get_state(
+    thread_id: str, services: ServicesDep, subgraphs: bool = False, select: StateSelect = None
+) -> Response:
+    return JSON(await services.threads.get_state(thread_id, subgraphs=subgraphs, select=select))
 
 
 @router.post("/threads/{thread_id}/state/checkpoint")
 async def get_state_at(thread_id: str, body: StateAtCheckpoint, services: ServicesDep) -> Response:
     checkpoint = body.checkpoint.model_dump(exclude_none=True)
     return JSON(
-        await services.threads.get_state(thread_id, checkpoint, subgraphs=body.subgraphs)
+        await services.threads.get_state(
+            thread_id, checkpoint, subgraphs=body.subgraphs, select=body.select
+        )
     )
 
 
 @router.get("/threads/{thread_id}/state/{checkpoint_id}")
 async def get_state_by_id(
-    thread_id: str, checkpoint_id: str, services: ServicesDep, subgraphs: bool = False
+    thread_id: str,
+    checkpoint_id: str,
+    services: ServicesDep,
+    subgraphs: bool = False,
+    select: StateSelect = None,
 ) -> Response:
     return JSON(
         await services.threads.get_state(
-            thread_id, {"checkpoint_id": checkpoint_id}, subgraphs=subgraphs
+            thread_id, {"checkpoint_id": checkpoint_id}, subgraphs=subgraphs, select=select
         )
     )
 
@@ -146,22 +166,29 @@ async def update_state(thread_id: str, body: StateUpdate, services: ServicesDep)
 @router.post("/threads/{thread_id}/history")
 async def history(thread_id: str, body: HistoryQuery, services: ServicesDep) -> Response:
     before: str | dict[str, Any] | None
-    before = body.before if isinstance(body.before, str) or body.before is None else (
-        body.before.model_dump(exclude_none=True)
-    )
+    if isinstance(body.before, CheckpointBody):
+        before = body.before.model_dump(exclude_none=True)
+    else:
+        before = body.before
     checkpoint = body.checkpoint.model_dump(exclude_none=True) if body.checkpoint else None
     states = await services.threads.history(
-        thread_id, limit=body.limit, before=before, metadata=body.metadata, checkpoint=checkpoint
+        thread_id,
+        limit=body.limit,
+        before=before,
+        metadata=body.metadata,
+        checkpoint=checkpoint,
+        select=body.select,
     )
     return JSON(states)
 
 
 @router.get("/threads/{thread_id}/history")
 async def history_get(
-    thread_id: str, services: ServicesDep, limit: int = 10, before: str | None = None
+    thread_id: str,
+    services: ServicesDep,
+    limit: Annotated[int, Query(ge=1, le=1000)] = 10,
+    before: str | None = None,
 ) -> Response:
-    if limit < 1:
-        raise InvalidInput("limit must be at least 1", field="limit")
     states = await services.threads.history(
         thread_id, limit=limit, before=before, metadata=None, checkpoint=None
     )
