@@ -15,9 +15,11 @@ from typing import Any
 from langchain_core.callbacks import UsageMetadataCallbackHandler
 from langchain_core.runnables import RunnableConfig
 from langgraph.errors import GraphRecursionError
+from langgraph.types import StateSnapshot
 
 from fawn.agent.graph import LeadAgent
 from fawn.agent.serialize import interrupts_json, to_jsonable
+from fawn.agent.snapshots import pending_interrupts
 from fawn.config.settings import AppConfig
 from fawn.runs.errors import NotFound
 from fawn.runs.handle import RunHandle, RunOutcome
@@ -25,6 +27,7 @@ from fawn.runs.threads import ThreadService, thread_config
 from fawn.runs.translate import EventTranslator, graph_modes
 from fawn.store.checkpoints import Saver
 from fawn.store.runs import RunRepository, RunStatus, Usage
+from fawn.store.threads import ThreadStateSnapshot, ThreadStatus
 from fawn.streams.bridge import StreamBridge
 
 log = logging.getLogger(__name__)
@@ -51,6 +54,7 @@ class RunWorker:
         """Run to a terminal state. ``wait_turn`` awaits the runs ahead on the thread."""
         usage = UsageMetadataCallbackHandler()
         pre_run: RunnableConfig | None = None
+        snapshot: StateSnapshot | None = None
         try:
             await wait_turn(handle)
             if not await self.runs.start(handle.run_id):
@@ -65,15 +69,17 @@ class RunWorker:
                 "metadata",
                 {"run_id": handle.run_id, "thread_id": handle.thread_id, "attempt": 1},
             )
-            outcome = await self._stream(handle, usage)
+            outcome, snapshot = await self._stream(handle, usage)
         except asyncio.CancelledError:
             outcome = await self._cancelled(handle, pre_run)
         except Exception as exc:
             log.exception("run %s failed", handle.run_id)
             outcome = Outcome(status="error", error=_error(exc), stop_reason="error")
-        await self._finalize(handle, outcome, usage)
+        await self._finalize(handle, outcome, usage, snapshot)
 
-    async def _stream(self, handle: RunHandle, usage: UsageMetadataCallbackHandler) -> Outcome:
+    async def _stream(
+        self, handle: RunHandle, usage: UsageMetadataCallbackHandler
+    ) -> tuple[Outcome, StateSnapshot | None]:
         spec = handle.spec
         config: RunnableConfig = {
             "configurable": {
@@ -109,14 +115,14 @@ class RunWorker:
                 for event, data in translator.translate(chunk, spec.stream_subgraphs):
                     await self.bridge.publish(handle.run_id, event, data)
         except GraphRecursionError as exc:
-            return Outcome(status="error", error=_error(exc), stop_reason="recursion_limit")
+            return Outcome(status="error", error=_error(exc), stop_reason="recursion_limit"), None
         snapshot = await self.agent.graph.aget_state(thread_config(handle.thread_id))
         if any(task.interrupts for task in snapshot.tasks) or snapshot.next:
-            return Outcome(status="interrupted", stop_reason="interrupt")
+            return Outcome(status="interrupted", stop_reason="interrupt"), snapshot
         marked = _marked_error(snapshot.values)
         if marked is not None:
-            return Outcome(status="error", error=marked, stop_reason="model_error")
-        return Outcome(status="success", stop_reason=_stop_reason(snapshot.values))
+            return Outcome(status="error", error=marked, stop_reason="model_error"), snapshot
+        return Outcome(status="success", stop_reason=_stop_reason(snapshot.values)), snapshot
 
     async def _cancelled(self, handle: RunHandle, pre_run: RunnableConfig | None) -> Outcome:
         action = handle.cancel_action
@@ -148,28 +154,43 @@ class RunWorker:
             await self.agent.graph.aupdate_state(pre_run, None, as_node="__copy__")
 
     async def _finalize(
-        self, handle: RunHandle, outcome: Outcome, usage: UsageMetadataCallbackHandler
+        self,
+        handle: RunHandle,
+        outcome: Outcome,
+        usage: UsageMetadataCallbackHandler,
+        snapshot: StateSnapshot | None = None,
     ) -> None:
-        """Thread row, then the run's terminal status (or its deletion, after a rollback),
-        then ``end``: whoever sees the run finished finds the thread settled, and whoever
-        sees ``end`` finds both. A worker that lost its lease writes neither (a peer owns
-        the run now)."""
+        """Thread row and the run's terminal status (or its deletion, after a rollback) in
+        one transaction, then ``end``: whoever sees the run finished finds the thread
+        settled, and whoever sees ``end`` finds both. A worker that lost its lease writes
+        neither (a peer owns the run now)."""
         handle.finalizing = True
         run_id, thread_id = handle.run_id, handle.thread_id
         rolled_back = outcome.stop_reason == "rollback"
         try:
-            values = await self.final_values(thread_id)
+            if snapshot is None:
+                snapshot = await self.agent.graph.aget_state(thread_config(thread_id))
+            values = to_jsonable(snapshot.values or {})
             if outcome.error is not None:
                 await self.bridge.publish(run_id, "error", outcome.error)
             if outcome.stop_reason != "lease_lost":
-                await self._settle_thread(thread_id, run_id, outcome)
-                await self._record(run_id, outcome, usage)
+                await self.runs.complete(
+                    run_id,
+                    thread_id,
+                    status=outcome.status,
+                    thread=_thread_row(snapshot, values, outcome),
+                    error=outcome.error["message"] if outcome.error else None,
+                    stop_reason=outcome.stop_reason,
+                    usage=_usage(usage),
+                    owner=self.owner,
+                    delete_run=rolled_back,
+                )
             if handle.spec.delete_thread_on_completion:
                 with contextlib.suppress(NotFound):
                     await self.threads.delete(thread_id)
             handle.outcome = RunOutcome(
                 status="deleted" if rolled_back else outcome.status,
-                values=values,
+                values=_with_interrupts(values, snapshot),
                 error=outcome.error,
             )
             await self.bridge.publish(
@@ -179,42 +200,40 @@ class RunWorker:
         finally:
             handle.done.set()
 
-    async def _record(
-        self, run_id: str, outcome: Outcome, usage: UsageMetadataCallbackHandler
-    ) -> None:
-        if outcome.stop_reason == "rollback":
-            await self.runs.delete(run_id)
-            return
-        await self.runs.finish(
-            run_id,
-            outcome.status,
-            error=outcome.error["message"] if outcome.error else None,
-            stop_reason=outcome.stop_reason,
-            usage=_usage(usage),
-            owner=self.owner,
-        )
-
-    async def _settle_thread(self, thread_id: str, run_id: str, outcome: Outcome) -> None:
-        if await self.threads.repo.get(thread_id) is None:
-            return
-        if any(r.run_id != run_id for r in await self.runs.active(thread_id)):
-            await self.threads.refresh(thread_id, status="busy")
-        elif outcome.status == "error":
-            await self.threads.refresh(thread_id, status="error", error=outcome.error)
-        elif outcome.status == "interrupted" and outcome.stop_reason != "rollback":
-            # cancelled, or paused at an interrupt() or a breakpoint (static breakpoints leave
-            # no Interrupt objects behind, only ``next``): LangGraph calls both interrupted
-            await self.threads.refresh(thread_id, status="interrupted")
-        else:
-            await self.threads.refresh(thread_id)
-
     async def final_values(self, thread_id: str) -> Any:
+        """What ``wait``/``join`` answer for a finished run: values plus pending interrupts."""
         snapshot = await self.agent.graph.aget_state(thread_config(thread_id))
-        values = to_jsonable(snapshot.values or {})
-        interrupts = [i for task in snapshot.tasks for i in task.interrupts]
-        if interrupts:
-            values["__interrupt__"] = interrupts_json(interrupts)
+        return _with_interrupts(to_jsonable(snapshot.values or {}), snapshot)
+
+
+def _with_interrupts(values: dict[str, Any], snapshot: StateSnapshot) -> dict[str, Any]:
+    interrupts = [i for task in snapshot.tasks for i in task.interrupts]
+    if not interrupts:
         return values
+    return {**values, "__interrupt__": interrupts_json(interrupts)}
+
+
+def _thread_row(
+    snapshot: StateSnapshot, values: dict[str, Any], outcome: Outcome
+) -> ThreadStateSnapshot:
+    """The thread row a finished run leaves behind."""
+    interrupts = pending_interrupts(snapshot)
+    error = None
+    if outcome.status == "error":
+        status: ThreadStatus = "error"
+        error = outcome.error
+    elif outcome.status == "interrupted" and outcome.stop_reason != "rollback":
+        # cancelled, or paused at an interrupt() or a breakpoint (static breakpoints leave
+        # no Interrupt objects behind, only ``next``): LangGraph calls both interrupted
+        status = "interrupted"
+    else:
+        status = "interrupted" if interrupts else "idle"
+    return ThreadStateSnapshot(
+        values=values if snapshot.config else None,
+        interrupts=interrupts,
+        status=status,
+        error=error,
+    )
 
 
 def _error(exc: BaseException) -> dict[str, str]:

@@ -13,6 +13,7 @@ from sqlalchemy.exc import IntegrityError
 from fawn.store.database import Database
 from fawn.store.errors import RunConflict, ThreadNotFound
 from fawn.store.tables import runs, threads
+from fawn.store.threads import ThreadStateSnapshot
 from fawn.store.types import utcnow
 
 RunStatus = Literal["pending", "running", "success", "error", "timeout", "interrupted"]
@@ -232,6 +233,70 @@ class RunRepository:
         async with self._db.engine.begin() as conn:
             result = await conn.execute(query.values(**values))
         return bool(result.rowcount)
+
+    async def complete(
+        self,
+        run_id: str,
+        thread_id: str,
+        *,
+        status: RunStatus,
+        thread: ThreadStateSnapshot,
+        error: str | None = None,
+        stop_reason: str | None = None,
+        usage: Usage | None = None,
+        owner: str | None = None,
+        delete_run: bool = False,
+    ) -> None:
+        """Settle the thread row and make the run terminal (or delete it) in ONE transaction,
+        so nobody sees the run finished while its thread still says ``busy``.
+
+        The thread stays ``busy`` while another run of it is still active (queued).
+        """
+        now = utcnow()
+        async with self._db.engine.begin() as conn:
+            others = (
+                await conn.execute(
+                    select(func.count())
+                    .select_from(runs)
+                    .where(
+                        runs.c.thread_id == thread_id,
+                        runs.c.status.in_(ACTIVE),
+                        runs.c.run_id != run_id,
+                    )
+                )
+            ).scalar_one()
+            await conn.execute(
+                update(threads)
+                .where(threads.c.thread_id == thread_id)
+                .values(
+                    values=thread.values,
+                    interrupts=thread.interrupts,
+                    status="busy" if others else thread.status,
+                    error=None if others else thread.error,
+                    updated_at=now,
+                    state_updated_at=now,
+                )
+            )
+            if delete_run:
+                await conn.execute(delete(runs).where(runs.c.run_id == run_id))
+                return
+            values: dict[str, Any] = {
+                "status": status,
+                "error": error,
+                "stop_reason": stop_reason,
+                "updated_at": now,
+                "lease_expires_at": None,
+            }
+            if usage is not None:
+                values.update(
+                    prompt_tokens=usage.prompt_tokens,
+                    completion_tokens=usage.completion_tokens,
+                    total_tokens=usage.total_tokens,
+                )
+            query = update(runs).where(runs.c.run_id == run_id, runs.c.status.in_(ACTIVE))
+            if owner is not None:
+                query = query.where(runs.c.owner == owner)
+            await conn.execute(query.values(**values))
 
     async def delete(self, run_id: str) -> bool:
         async with self._db.engine.begin() as conn:
