@@ -203,37 +203,6 @@ class RunRepository:
             return False
         return bool(result.rowcount)
 
-    async def finish(
-        self,
-        run_id: str,
-        status: RunStatus,
-        *,
-        error: str | None = None,
-        stop_reason: str | None = None,
-        usage: Usage | None = None,
-        owner: str | None = None,
-    ) -> bool:
-        """Make the terminal status durable. With ``owner``, only while we still own it."""
-        values: dict[str, Any] = {
-            "status": status,
-            "error": error,
-            "stop_reason": stop_reason,
-            "updated_at": utcnow(),
-            "lease_expires_at": None,
-        }
-        if usage is not None:
-            values.update(
-                prompt_tokens=usage.prompt_tokens,
-                completion_tokens=usage.completion_tokens,
-                total_tokens=usage.total_tokens,
-            )
-        query = update(runs).where(runs.c.run_id == run_id, runs.c.status.in_(ACTIVE))
-        if owner is not None:
-            query = query.where(runs.c.owner == owner)
-        async with self._db.engine.begin() as conn:
-            result = await conn.execute(query.values(**values))
-        return bool(result.rowcount)
-
     async def complete(
         self,
         run_id: str,
