@@ -12,6 +12,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import END, START, StateGraph
 
 from fawn.agent.state import (
+    SERVER_CHANNELS,
     STATE_CHANNELS,
     InvalidStateUpdate,
     SandboxConflictError,
@@ -169,14 +170,16 @@ def test_merge_viewed_images_is_associative_without_clears(a: Any, b: Any, c: An
 def test_state_channels() -> None:
     assert {
         "messages",
-        "sandbox",
-        "thread_data",
         "title",
         "artifacts",
         "todos",
         "uploaded_files",
         "viewed_images",
     } == STATE_CHANNELS
+    assert {"sandbox", "thread_data"} == SERVER_CHANNELS
+    # Every ThreadState channel but LangChain's agent-loop internals is one or the other.
+    internals = {"jump_to", "structured_response"}
+    assert set(ThreadState.__annotations__) - internals == STATE_CHANNELS | SERVER_CHANNELS
 
 
 @pytest.mark.parametrize(
@@ -184,7 +187,6 @@ def test_state_channels() -> None:
     [
         {},
         {"title": "t", "artifacts": ["/a"], "todos": None, "viewed_images": {}},
-        {"sandbox": {"sandbox_id": "s"}, "thread_data": {"workspace_path": "/w"}},
         {"uploaded_files": [{"filename": "a", "size": 1, "path": "/u/a", "extension": ".txt"}]},
         {"messages": [{"role": "user", "content": "hi"}, ("ai", "hello")]},
         {"messages": "hi"},
@@ -207,7 +209,16 @@ def test_validate_update_accepts_well_formed_values(update: dict[str, Any]) -> N
             "viewed_images./a.png.base64: Extra inputs are not permitted",
         ),
         ({"uploaded_files": [{"filename": "a"}]}, "uploaded_files", "uploaded_files.0.size"),
-        ({"sandbox": "local"}, "sandbox", "sandbox: Input should be a valid dictionary"),
+        (
+            {"sandbox": {"sandbox_id": "local:other-thread"}},
+            "sandbox",
+            "sandbox: set by the server for the thread; clients cannot write it",
+        ),
+        (
+            {"title": "t", "thread_data": {"workspace_path": "/etc"}, "sandbox": None},
+            "sandbox",
+            "sandbox, thread_data: set by the server for the thread; clients cannot write it",
+        ),
         ({"messages": [None]}, "messages", "messages: Unsupported message type"),
     ],
 )

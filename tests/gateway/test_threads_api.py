@@ -710,16 +710,6 @@ async def test_update_state_reducers(client: LangGraphClient) -> None:
     assert await values_after({"viewed_images": {}}) == channels(
         artifacts=["/o/a", "/o/b", "/o/c"], todos=[], title="t"
     )
-    # sandbox: the same id again is a no-op; another one is refused.
-    assert (await values_after({"sandbox": {"sandbox_id": "s1"}}))["sandbox"] == {
-        "sandbox_id": "s1"
-    }
-    assert (await values_after({"sandbox": {"sandbox_id": "s1"}}))["sandbox"] == {
-        "sandbox_id": "s1"
-    }
-    with pytest.raises(UnprocessableEntityError) as raised:
-        await client.threads.update_state(tid, {"sandbox": {"sandbox_id": "s2"}})
-    assert raised.value.response.json() == detail("refusing to rebind it to 's2'")
 
 
 @pytest.mark.parametrize(
@@ -734,6 +724,14 @@ async def test_update_state_reducers(client: LangGraphClient) -> None:
         (
             {"viewed_images": {"/p.png": {"mime_type": "image/png", "base64": "AAAA"}}},
             "viewed_images./p.png.base64: Extra inputs are not permitted",
+        ),
+        (
+            {"sandbox": {"sandbox_id": "local:another-thread"}},
+            "sandbox: set by the server for the thread; clients cannot write it",
+        ),
+        (
+            {"thread_data": {"workspace_path": "/etc"}},
+            "thread_data: set by the server for the thread; clients cannot write it",
         ),
         ({"messages": 5}, "messages: Unsupported message type"),
         ({"messages": [{"text": "x"}]}, "messages: Message dict must contain 'role' and 'content'"),

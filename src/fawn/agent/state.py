@@ -6,7 +6,7 @@ same step, or a later turn writes again. They are pure functions of (existing, n
 :func:`validate_update` checks a client-written update (``threads.update_state``) against the
 channels' declared types before LangGraph applies it, so a malformed value is refused with the
 channel's name instead of being merged (a string is iterable: ``merge_artifacts`` would happily
-split ``"abc"`` into three artifacts).
+split ``"abc"`` into three artifacts). ``sandbox`` and ``thread_data`` are the server's alone.
 """
 
 from __future__ import annotations
@@ -115,8 +115,6 @@ class ThreadState(AgentState[Any]):
 
 # What a client may write to each channel (``None`` is "no change" for the reducer channels).
 _CHANNEL_TYPES: dict[str, TypeAdapter[Any]] = {
-    "sandbox": TypeAdapter(SandboxState | None),
-    "thread_data": TypeAdapter(ThreadDataState | None),
     "title": TypeAdapter(str | None),
     "artifacts": TypeAdapter(list[str] | None),
     "todos": TypeAdapter(list[Todo] | None),
@@ -124,12 +122,23 @@ _CHANNEL_TYPES: dict[str, TypeAdapter[Any]] = {
     "viewed_images": TypeAdapter(dict[str, ViewedImage] | None),
 }
 
+#: Channels only the server writes: which sandbox the thread is bound to and the host paths
+#: behind it. A client choosing them could point a run at another thread's sandbox or files.
+SERVER_CHANNELS: frozenset[str] = frozenset({"sandbox", "thread_data"})
+
 #: Channels a client may write through ``threads.update_state``.
 STATE_CHANNELS: frozenset[str] = frozenset({"messages", *_CHANNEL_TYPES})
 
 
 def validate_update(values: Mapping[str, Any]) -> None:
-    """Raise :class:`InvalidStateUpdate` naming the first channel that is unknown or malformed."""
+    """Raise :class:`InvalidStateUpdate` naming the first channel that is unknown, owned by
+    the server, or malformed."""
+    owned = sorted(SERVER_CHANNELS.intersection(values))
+    if owned:
+        raise InvalidStateUpdate(
+            owned[0],
+            f"{', '.join(owned)}: set by the server for the thread; clients cannot write it",
+        )
     unknown = sorted(set(values) - STATE_CHANNELS)
     if unknown:
         raise InvalidStateUpdate(
