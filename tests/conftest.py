@@ -107,9 +107,7 @@ def sqlite_server(
 
 
 @pytest.fixture
-def make_server(
-    stub: StubServerThread, tmp_path: Path
-) -> Iterator[Callable[..., LiveServer]]:
+def make_server(stub: StubServerThread, tmp_path: Path) -> Iterator[Callable[..., LiveServer]]:
     """Start a dedicated server with config overrides (restart tests, tiny windows...)."""
     started: list[LiveServer] = []
 

@@ -86,12 +86,12 @@ class ModelFactory:
             self._cache[key] = model
         return model
 
-    def _build(self, settings: ModelSettings, *, thinking: bool, effort: str | None) -> BaseChatModel:
+    def _build(
+        self, settings: ModelSettings, *, thinking: bool, effort: str | None
+    ) -> BaseChatModel:
         cls = import_class(settings.use)
         kwargs: dict[str, Any] = {
-            k: v
-            for k, v in settings.model_dump(exclude_none=True).items()
-            if k not in _DECLARED
+            k: v for k, v in settings.model_dump(exclude_none=True).items() if k not in _DECLARED
         }
         if settings.api_base and "base_url" not in kwargs:
             kwargs["base_url"] = settings.api_base
