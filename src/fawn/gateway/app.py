@@ -9,7 +9,15 @@ from fastapi import FastAPI
 
 from fawn.config.settings import AppConfig
 from fawn.gateway.errors import install_error_handlers
-from fawn.gateway.routers import assistants, files, models, runs, system, threads
+from fawn.gateway.routers import (
+    assistants,
+    files,
+    models,
+    runs,
+    system,
+    thread_stream,
+    threads,
+)
 from fawn.gateway.services import open_services
 
 
@@ -27,7 +35,7 @@ def create_app(config: AppConfig) -> FastAPI:
         lifespan=lifespan,
     )
     install_error_handlers(app)
-    for module in (system, assistants, threads, runs):
+    for module in (system, assistants, threads, thread_stream, runs):
         app.include_router(module.router)
     app.include_router(files.router)
     app.include_router(models.router)

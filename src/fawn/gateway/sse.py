@@ -6,6 +6,8 @@ from collections.abc import AsyncIterator, Callable, Collection
 
 from starlette.responses import StreamingResponse
 
+from fawn.agent.serialize import dumps
+from fawn.runs.thread_stream import ThreadEvent
 from fawn.streams.bridge import StreamBridge
 from fawn.streams.events import Heartbeat, StreamEvent, StreamGap
 from fawn.streams.sse import HEARTBEAT_FRAME, SSE_HEADERS, encode_event, encode_gap
@@ -80,3 +82,26 @@ def run_stream_response(
         "Content-Location": f"/threads/{thread_id}/runs/{run_id}",
     }
     return StreamingResponse(frames(), media_type="text/event-stream", headers=headers)
+
+
+def thread_stream_response(items: AsyncIterator[ThreadEvent | Heartbeat]) -> StreamingResponse:
+    """A thread's stream: open until the client leaves."""
+
+    async def frames() -> AsyncIterator[bytes]:
+        async for item in items:
+            if isinstance(item, Heartbeat):
+                yield HEARTBEAT_FRAME
+            else:
+                yield b"".join(
+                    (
+                        b"event: ",
+                        item.event.encode(),
+                        b"\ndata: ",
+                        dumps(item.data),
+                        b"\nid: ",
+                        item.id.encode(),
+                        b"\n\n",
+                    )
+                )
+
+    return StreamingResponse(frames(), media_type="text/event-stream", headers=dict(SSE_HEADERS))

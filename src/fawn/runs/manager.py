@@ -22,17 +22,19 @@ import logging
 import os
 import socket
 import uuid
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
 from datetime import datetime
 from typing import Any
 
 from fawn.runs.errors import Conflict, InvalidInput, NotFound
 from fawn.runs.handle import CancelAction, RunHandle, RunOutcome
 from fawn.runs.spec import RunSpec
+from fawn.runs.thread_stream import ThreadEvent, follow_thread
 from fawn.runs.worker import RunWorker
 from fawn.store.errors import RunConflict
 from fawn.store.runs import TERMINAL, NewRun, RunRecord, RunRepository, RunStatus
 from fawn.store.types import utcnow
+from fawn.streams.events import Heartbeat
 
 log = logging.getLogger(__name__)
 
@@ -174,6 +176,24 @@ class RunManager:
 
     def handle(self, run_id: str) -> RunHandle | None:
         return self._handles.get(run_id)
+
+    def follow_thread(
+        self,
+        thread_id: str,
+        *,
+        modes: frozenset[str],
+        cursor: tuple[str, int] | None,
+        heartbeat_seconds: float,
+    ) -> AsyncIterator[ThreadEvent | Heartbeat]:
+        """Every run executed on the thread, one after another (see thread_stream)."""
+        return follow_thread(
+            self._runs,
+            self._worker.bridge,
+            thread_id,
+            modes=modes,
+            cursor=cursor,
+            heartbeat_seconds=heartbeat_seconds,
+        )
 
     async def wait_finished(self, run_id: str) -> RunOutcome | None:
         """Wait until the run is terminal (or deleted). The outcome when it ran here."""

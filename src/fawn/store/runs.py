@@ -180,6 +180,23 @@ class RunRepository:
         async with self._db.engine.connect() as conn:
             return int((await conn.execute(query)).scalar_one())
 
+    async def next_on_thread(self, thread_id: str, after_seq: int) -> RunRecord | None:
+        """The thread's first run admitted after ``after_seq`` (its position in the thread)."""
+        query = (
+            select(runs)
+            .where(runs.c.thread_id == thread_id, runs.c.seq > after_seq)
+            .order_by(runs.c.seq)
+            .limit(1)
+        )
+        async with self._db.engine.connect() as conn:
+            row = (await conn.execute(query)).first()
+        return _record(row) if row is not None else None
+
+    async def last_seq(self, thread_id: str) -> int:
+        query = select(func.coalesce(func.max(runs.c.seq), 0)).where(runs.c.thread_id == thread_id)
+        async with self._db.engine.connect() as conn:
+            return int((await conn.execute(query)).scalar_one())
+
     async def active(self, thread_id: str) -> list[RunRecord]:
         query = (
             select(runs)
