@@ -30,6 +30,7 @@ from fawn.runs.errors import Conflict, InvalidInput, NotFound
 from fawn.runs.handle import CancelAction, RunHandle, RunOutcome
 from fawn.runs.spec import RunSpec
 from fawn.runs.thread_stream import ThreadEvent, follow_thread
+from fawn.runs.threads import is_valid_thread_id
 from fawn.runs.worker import RunWorker
 from fawn.store.errors import RunConflict
 from fawn.store.runs import TERMINAL, NewRun, RunRecord, RunRepository, RunStatus
@@ -225,7 +226,9 @@ class RunManager:
         return await self._worker.final_values(thread_id)
 
     async def get(self, thread_id: str, run_id: str) -> RunRecord:
-        record = await self._runs.get(run_id, thread_id)
+        # ids we could never have issued are not looked up (PostgreSQL refuses NULs in text)
+        known = _is_uuid(run_id) and is_valid_thread_id(thread_id)
+        record = await self._runs.get(run_id, thread_id) if known else None
         if record is None:
             raise NotFound(f"run {run_id} not found in thread {thread_id}")
         return record
@@ -283,6 +286,10 @@ class RunManager:
             raise InvalidInput("status must be pending, running or all", field="status")
         if thread_id is None and run_ids is None and status is None:
             raise InvalidInput("give thread_id, run_ids or status", field="body")
+        if thread_id is not None and not is_valid_thread_id(thread_id):
+            return
+        if run_ids is not None:
+            run_ids = [r for r in run_ids if _is_uuid(r)]  # others cannot name a run
         found = await self._runs.find_active(thread_id=thread_id, run_ids=run_ids, status=statuses)
         await self.cancel([r.run_id for r in found], action)
 
@@ -349,3 +356,11 @@ class RunManager:
                 handle.request_cancel(row.cancel_action)  # type: ignore[arg-type]
             elif row.owner != self.owner or row.status in TERMINAL:
                 handle.request_cancel("lease_lost")
+
+
+def _is_uuid(value: str) -> bool:
+    try:
+        uuid.UUID(value)
+    except ValueError:
+        return False
+    return True

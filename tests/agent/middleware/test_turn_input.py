@@ -110,3 +110,21 @@ async def test_each_upload_is_announced_once_in_its_turn(tmp_path: Path) -> None
         "</uploaded_files>\n\nand this",
         "thanks",
     ]
+
+
+async def test_a_copied_thread_gets_its_own_sandbox_not_the_parents(tmp_path: Path) -> None:
+    """A copy carries the parent's binding in its state; the run must rebind to its own
+    thread's sandbox (never reach the parent's files) instead of failing."""
+    from fawn.store.checkpoints import copy_thread
+
+    h = make_harness(tmp_path, ["ok"])
+    await h.run("hello")
+    await copy_thread(h.saver, "t1", "t2")
+    assert (await h.values("t2"))["sandbox"] == {"sandbox_id": "local:t1"}
+
+    copied = await h.run("in the copy", thread_id="t2")
+
+    own = h.sandbox.get("local:t2")
+    assert own is not None
+    assert copied["sandbox"] == {"sandbox_id": "local:t2"}
+    assert copied["thread_data"] == own.paths.as_state()

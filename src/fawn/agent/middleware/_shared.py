@@ -37,10 +37,17 @@ def run_context(runtime: object) -> RunContext:
 
 
 async def thread_sandbox(provider: SandboxProvider, state: ThreadState, runtime: object) -> Sandbox:
-    """The sandbox bound to the thread in state, else the thread's (acquired now)."""
+    """The sandbox bound to the thread in state, else the thread's (acquired now).
+
+    A bound id is trusted only when that sandbox belongs to the run's own thread: state can
+    be copied or written, and another thread's sandbox must never be reachable through it.
+    """
+    thread_id = run_context(runtime).thread_id
     bound = (state.get("sandbox") or {}).get("sandbox_id")
     sandbox = provider.get(bound) if bound else None
-    return sandbox or await provider.acquire(run_context(runtime).thread_id)
+    if sandbox is not None and sandbox.paths.thread_id == thread_id:
+        return sandbox
+    return await provider.acquire(thread_id)
 
 
 def is_control_flow(exc: BaseException) -> bool:

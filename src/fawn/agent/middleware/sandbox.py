@@ -11,12 +11,13 @@ from __future__ import annotations
 from typing import Any
 
 from langgraph.runtime import Runtime
+from langgraph.types import Overwrite
 
 from fawn.agent.context import RunContext
 from fawn.agent.middleware._shared import run_context
 from fawn.agent.middleware.chain import ChainMiddleware, Placement, Stage
 from fawn.agent.state import ThreadState
-from fawn.sandbox.base import SandboxProvider
+from fawn.sandbox.base import Sandbox, SandboxProvider
 
 
 class SandboxMiddleware(ChainMiddleware):
@@ -29,10 +30,24 @@ class SandboxMiddleware(ChainMiddleware):
     async def abefore_agent(
         self, state: ThreadState, runtime: Runtime[RunContext]
     ) -> dict[str, Any] | None:
+        thread_id = run_context(runtime).thread_id
         bound = (state.get("sandbox") or {}).get("sandbox_id")
-        if bound is not None and self._provider.get(bound) is not None:
+        current = self._provider.get(bound) if bound is not None else None
+        if current is not None and current.paths.thread_id == thread_id:
             return None
-        sandbox = await self._provider.acquire(run_context(runtime).thread_id)
+        sandbox = await self._provider.acquire(thread_id)
         if sandbox.id == bound:
             return None
+        if bound is not None and not _belongs_to(bound, thread_id, current):
+            # A copied or branched thread inherits its parent's binding in state. It gets its
+            # own sandbox, replacing the inherited id on purpose (the reducer would refuse a
+            # silent switch): two threads never share one environment.
+            return {"sandbox": Overwrite({"sandbox_id": sandbox.id})}
         return {"sandbox": {"sandbox_id": sandbox.id}}
+
+
+def _belongs_to(sandbox_id: str, thread_id: str, sandbox: Sandbox | None) -> bool:
+    if sandbox is not None:
+        return sandbox.paths.thread_id == thread_id
+    # not live in this process (e.g. after a restart): local ids name their thread
+    return sandbox_id == f"local:{thread_id}"

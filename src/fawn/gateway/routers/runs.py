@@ -43,9 +43,11 @@ async def _ensure_thread(services: Services, thread_id: str | None, body: RunCre
     if thread_id is None:
         record = await services.threads.create(None, {"stateless": True}, "raise")
         return record.thread_id
-    if await services.threads.repo.get(thread_id) is None:
+    try:
+        await services.threads.get(thread_id)
+    except NotFound:
         if body.if_not_exists != "create":
-            raise NotFound(f"thread {thread_id} not found")
+            raise
         check_thread_id(thread_id)
         await services.threads.create(thread_id, None, "do_nothing")
     return thread_id
