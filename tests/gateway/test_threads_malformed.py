@@ -293,3 +293,15 @@ def test_fuzz_update_state(server: LiveServer, body: Any) -> None:
         history = _post(http, f"/threads/{tid}/history", {"limit": 5, "before": body})
         _check(history)
         assert http.get("/ok").status_code == 200
+
+
+async def test_json_too_deep_for_the_decoder_is_a_422(server: LiveServer) -> None:
+    body = "[" * 100_000 + "]" * 100_000
+    async with httpx.AsyncClient(base_url=server.url) as http:
+        response = await http.post(
+            "/threads", content=body, headers={"Content-Type": "application/json"}
+        )
+    assert (response.status_code, response.json()) == (
+        422,
+        {"detail": "invalid JSON body: it could not be parsed"},
+    )

@@ -39,7 +39,12 @@ def _parser() -> argparse.ArgumentParser:
     common(serve)
     serve.add_argument("--host", help="interface to bind (default 127.0.0.1)")
     serve.add_argument("--port", type=int, help="port to bind (default 2026)")
-    serve.add_argument("--log-level", default="info", help="debug, info, warning, error")
+    serve.add_argument(
+        "--log-level",
+        default="info",
+        choices=["debug", "info", "warning", "error", "critical"],
+        help="server log level (default info)",
+    )
 
     db = sub.add_parser("db", help="database maintenance")
     db_sub = db.add_subparsers(dest="db_command", required=True)

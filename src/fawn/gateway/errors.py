@@ -48,6 +48,9 @@ _STATUS: list[tuple[type[Exception], int]] = [
 ]
 
 
+_FASTAPI_UNPARSABLE_BODY = "There was an error parsing the body"
+
+
 def status_for(exc: Exception) -> int:
     for cls, status in _STATUS:
         if isinstance(exc, cls):
@@ -88,6 +91,10 @@ def install_error_handlers(app: FastAPI) -> None:
 
     async def on_http(_: Request, exc: Exception) -> Response:
         assert isinstance(exc, StarletteHTTPException)
+        if exc.status_code == 400 and exc.detail == _FASTAPI_UNPARSABLE_BODY:
+            # FastAPI's answer when the JSON decoder itself fails (e.g. nesting too deep for
+            # it): a malformed body like any other, so 422 as for invalid JSON
+            return JSON({"detail": "invalid JSON body: it could not be parsed"}, status_code=422)
         return JSON({"detail": exc.detail}, status_code=exc.status_code, headers=exc.headers)
 
     app.add_exception_handler(RequestValidationError, on_validation)

@@ -76,7 +76,7 @@ async def copy_thread(saver: Saver, source: str, target: str) -> None:
                 **({"checkpoint_id": parent_id} if parent_id else {}),
             }
         }
-        metadata = cast(CheckpointMetadata, {**item.metadata, "thread_id": target})
+        metadata = cast(CheckpointMetadata, dict(item.metadata))
         stored = await saver.aput(
             config, item.checkpoint, metadata, dict(item.checkpoint["channel_versions"])
         )
