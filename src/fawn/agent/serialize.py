@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
@@ -10,7 +11,9 @@ from langchain_core.messages import BaseMessage
 from langgraph.types import Interrupt, Send
 from pydantic import BaseModel
 
-_OPTS = orjson.OPT_NON_STR_KEYS | orjson.OPT_SERIALIZE_NUMPY
+# Dataclasses go through _default too: LangGraph's Interrupt is one, and the wire shows it as
+# {value, id} only.
+_OPTS = orjson.OPT_NON_STR_KEYS | orjson.OPT_SERIALIZE_NUMPY | orjson.OPT_PASSTHROUGH_DATACLASS
 
 
 def _default(obj: Any) -> Any:
@@ -30,6 +33,8 @@ def _default(obj: Any) -> Any:
         return dict(obj)
     if hasattr(obj, "_asdict"):
         return obj._asdict()
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        return {f.name: getattr(obj, f.name) for f in dataclasses.fields(obj)}
     return repr(obj)
 
 

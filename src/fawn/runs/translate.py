@@ -13,7 +13,7 @@ from typing import Any
 
 from langchain_core.messages import AIMessageChunk, BaseMessage, BaseMessageChunk
 
-from fawn.agent.serialize import interrupts_json, to_jsonable
+from fawn.agent.serialize import to_jsonable
 
 
 def graph_modes(requested: Sequence[str]) -> list[str]:
@@ -67,10 +67,7 @@ class EventTranslator:
 
 
 def _payload(data: Any) -> Any:
-    """A chunk as JSON; interrupts as the API shows them, ``{value, id}`` (LangGraph's
-    ``Interrupt`` dataclass carries more fields than the wire has)."""
-    if isinstance(data, dict) and "__interrupt__" in data:
-        data = {**data, "__interrupt__": interrupts_json(data["__interrupt__"])}
+    """A chunk as JSON (interrupts come out as ``{value, id}``, see serialize)."""
     return to_jsonable(data)
 
 
