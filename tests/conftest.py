@@ -113,7 +113,8 @@ def make_server(stub: StubServerThread, tmp_path: Path) -> Iterator[Callable[...
 
     def make(workdir: Path | None = None, **overrides: Any) -> LiveServer:
         wd = workdir or tmp_path / f"srv{len(started)}"
-        live = LiveServer(base_config(stub, wd / "data", **overrides), wd).start()
+        data_dir = Path(overrides.pop("data_dir", wd / "data"))
+        live = LiveServer(base_config(stub, data_dir, **overrides), wd).start()
         started.append(live)
         return live
 

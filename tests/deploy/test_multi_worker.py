@@ -1,0 +1,114 @@
+"""Two gateway workers sharing PostgreSQL (records, checkpoints, leases) and Redis (streams):
+a run admitted by one is observed, cancelled and ordered through the other."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+import httpx
+import pytest
+import redis.asyncio as aioredis
+from langgraph_sdk import get_client
+from langgraph_sdk.client import LangGraphClient
+
+from fawn.testing import StubServerThread
+from tests.support.live import LiveServer
+
+pytestmark = [pytest.mark.postgres, pytest.mark.redis]
+
+REDIS_URL = "redis://127.0.0.1:6379/0"
+
+
+@pytest.fixture
+async def workers(
+    make_server: Callable[..., LiveServer], pg_url: str, tmp_path: Any
+) -> AsyncIterator[tuple[LangGraphClient, LangGraphClient]]:
+    prefix = f"fawn-test-{uuid.uuid4().hex[:10]}"
+    shared: dict[str, Any] = {
+        "database": {"url": pg_url},
+        "streams": {"backend": "redis", "redis_url": REDIS_URL, "redis_prefix": prefix},
+        "runs": {"lease_seconds": 1.0, "sweep_seconds": 0.5},
+    }
+    # one data dir: thread workspaces live on storage both workers see
+    a = make_server(tmp_path / "a", data_dir=str(tmp_path / "shared-data"), **shared)
+    b = make_server(tmp_path / "b", data_dir=str(tmp_path / "shared-data"), **shared)
+    clients = (get_client(url=a.url, timeout=60), get_client(url=b.url, timeout=60))
+    try:
+        yield clients
+    finally:
+        for client in clients:
+            await client.aclose()
+        r = aioredis.from_url(REDIS_URL)
+        keys = [k async for k in r.scan_iter(f"{prefix}:*")]
+        if keys:
+            await r.delete(*keys)
+        await r.aclose()
+
+
+def user(text: str) -> dict[str, Any]:
+    return {"messages": [{"role": "user", "content": text}]}
+
+
+async def test_a_run_on_one_worker_streams_through_the_other(
+    workers: tuple[LangGraphClient, LangGraphClient], stub: StubServerThread, key: str
+) -> None:
+    a, b = workers
+    stub.add_script(key, [{"content": " ".join(f"w{i}" for i in range(20)), "chunk_delay": 0.02}])
+    tid = (await a.threads.create())["thread_id"]
+    run = await a.runs.create(
+        tid, "lead_agent", input=user(key), stream_mode=["values", "messages-tuple"]
+    )
+
+    through_b = [
+        (p.event, p.id) async for p in b.runs.join_stream(tid, run["run_id"], last_event_id="0")
+    ]
+    through_a = [
+        (p.event, p.id) async for p in a.runs.join_stream(tid, run["run_id"], last_event_id="0")
+    ]
+
+    assert through_b == through_a
+    assert through_b[0][0] == "metadata" and through_b[-1][0] == "end"
+    assert [int(i) for _, i in through_b] == list(range(1, len(through_b) + 1))
+    assert (await b.runs.get(tid, run["run_id"]))["status"] == "success"
+
+
+async def test_cancel_through_the_other_worker(
+    workers: tuple[LangGraphClient, LangGraphClient], stub: StubServerThread, key: str
+) -> None:
+    a, b = workers
+    stub.add_script(key, [{"content": "slow", "delay": 5.0}])
+    tid = (await a.threads.create())["thread_id"]
+    run = await a.runs.create(tid, "lead_agent", input=user(key))
+    for _ in range(400):  # bounded: the run starts within a moment
+        if (await b.runs.get(tid, run["run_id"]))["status"] == "running":
+            break
+        await asyncio.sleep(0.05)
+
+    await b.runs.cancel(tid, run["run_id"], wait=True)
+
+    finished = await a.runs.get(tid, run["run_id"])
+    assert (finished["status"], finished["stop_reason"]) == ("interrupted", "cancelled")
+    assert (await b.threads.get(tid))["status"] == "interrupted"
+
+
+async def test_reject_admits_exactly_one_across_workers(
+    workers: tuple[LangGraphClient, LangGraphClient], stub: StubServerThread, key: str
+) -> None:
+    a, b = workers
+    stub.add_script(key, [{"content": "hold", "delay": 1.0}])
+    tid = (await a.threads.create())["thread_id"]
+
+    async def attempt(client: LangGraphClient) -> int:
+        try:
+            await client.runs.create(
+                tid, "lead_agent", input=user(key), multitask_strategy="reject"
+            )
+        except httpx.HTTPStatusError as exc:
+            return exc.response.status_code
+        return 200
+
+    codes = await asyncio.gather(*(attempt(a if i % 2 else b) for i in range(20)))
+    assert sorted(codes) == [200] + [409] * 19
