@@ -5,17 +5,16 @@ Server-owned fields (thread, run, user) are set by the run worker, never by the 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Literal
 
 ReasoningEffort = Literal["minimal", "low", "medium", "high"]
 
 
 @dataclass(frozen=True, kw_only=True)
-class RunContext:
-    thread_id: str
-    run_id: str
-    user_id: str | None = None
+class AgentOptions:
+    """What a request may choose for its run (validated at admission)."""
+
     model_name: str | None = None
     thinking_enabled: bool = False
     reasoning_effort: ReasoningEffort | None = None
@@ -23,3 +22,16 @@ class RunContext:
     subagent_enabled: bool = False
     max_concurrent_subagents: int = 3
     agent_name: str | None = None
+
+    def context(self, *, thread_id: str, run_id: str, user_id: str | None) -> RunContext:
+        options = {f.name: getattr(self, f.name) for f in fields(AgentOptions)}
+        return RunContext(thread_id=thread_id, run_id=run_id, user_id=user_id, **options)
+
+
+@dataclass(frozen=True, kw_only=True)
+class RunContext(AgentOptions):
+    """The options plus the identity the server sets: thread, run and user."""
+
+    thread_id: str
+    run_id: str
+    user_id: str | None = None

@@ -20,18 +20,7 @@ def thread_json(
     """The SDK's ``Thread``; ``select`` keeps some fields, ``extract`` adds ``extracted``
     (alias → the value at a path such as ``values.messages[-1]``, None when absent), and
     ``include=["ttl"]`` adds ``ttl``, always None: threads here never expire."""
-    body: dict[str, Any] = {
-        "thread_id": record.thread_id,
-        "created_at": record.created_at,
-        "updated_at": record.updated_at,
-        "state_updated_at": record.state_updated_at,
-        "metadata": record.metadata,
-        "status": record.status,
-        "config": record.config,
-        "values": record.values,
-        "interrupts": record.interrupts,
-        "error": record.error,
-    }
+    body = record.as_dict()
     if "ttl" in include:
         body["ttl"] = None
     extracted = {alias: _at_path(body, path) for alias, path in (extract or {}).items()}

@@ -12,7 +12,7 @@ from typing import Any, Literal, get_args
 
 from langgraph.types import Command, Send
 
-from fawn.agent.context import ReasoningEffort, RunContext
+from fawn.agent.context import AgentOptions, ReasoningEffort
 from fawn.runs.errors import InvalidInput
 from fawn.store.runs import MultitaskStrategy
 
@@ -42,31 +42,6 @@ _OPTION_TYPES: dict[str, type | tuple[type, ...]] = {
 #: values only the server sets; a client's copy is dropped at the boundary
 SERVER_OWNED = frozenset({"thread_id", "run_id", "user_id", "checkpoint_ns", "checkpoint_map"})
 _SECRET_MARKERS = ("api_key", "apikey", "token", "secret", "password", "authorization")
-
-
-@dataclass(frozen=True, kw_only=True)
-class AgentOptions:
-    model_name: str | None = None
-    thinking_enabled: bool = False
-    reasoning_effort: ReasoningEffort | None = None
-    is_plan_mode: bool = False
-    subagent_enabled: bool = False
-    max_concurrent_subagents: int = 3
-    agent_name: str | None = None
-
-    def context(self, *, thread_id: str, run_id: str, user_id: str | None) -> RunContext:
-        return RunContext(
-            thread_id=thread_id,
-            run_id=run_id,
-            user_id=user_id,
-            model_name=self.model_name,
-            thinking_enabled=self.thinking_enabled,
-            reasoning_effort=self.reasoning_effort,
-            is_plan_mode=self.is_plan_mode,
-            subagent_enabled=self.subagent_enabled,
-            max_concurrent_subagents=self.max_concurrent_subagents,
-            agent_name=self.agent_name,
-        )
 
 
 @dataclass(frozen=True, kw_only=True)

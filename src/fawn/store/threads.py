@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from datetime import datetime
 from typing import Any, Literal
 
@@ -34,6 +34,10 @@ class ThreadRecord:
     values: dict[str, Any] | None
     interrupts: dict[str, Any]
     error: Any = None
+
+    def as_dict(self) -> dict[str, Any]:
+        """The fields by name, in the order of the SDK's ``Thread`` (values not copied)."""
+        return {f.name: getattr(self, f.name) for f in fields(self)}
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -97,7 +101,7 @@ class ThreadRepository:
         )
         try:
             async with self._db.engine.begin() as conn:
-                await conn.execute(insert(threads).values(**_row(record)))
+                await conn.execute(insert(threads).values(**record.as_dict()))
         except IntegrityError:
             if if_exists == "do_nothing":
                 existing = await self.get(thread_id)
@@ -217,18 +221,3 @@ class ThreadRepository:
         if self._db.is_postgres:
             return column.op("@>")(literal(encoded).cast(JSONB))  # type: ignore[no-any-return]
         return func.json_contains(column, literal(encoded)) == 1
-
-
-def _row(record: ThreadRecord) -> dict[str, Any]:
-    return {
-        "thread_id": record.thread_id,
-        "created_at": record.created_at,
-        "updated_at": record.updated_at,
-        "state_updated_at": record.state_updated_at,
-        "metadata": record.metadata,
-        "status": record.status,
-        "config": record.config,
-        "values": record.values,
-        "interrupts": record.interrupts,
-        "error": record.error,
-    }
