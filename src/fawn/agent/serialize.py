@@ -43,6 +43,12 @@ def dumps(obj: Any) -> bytes:
     return orjson.dumps(obj, default=_default, option=_OPTS)
 
 
+def encoded(obj: Any) -> orjson.Fragment:
+    """``obj`` serialized once, embeddable as is in any later orjson output (stream events
+    are encoded here and written to SSE or Redis without being parsed back)."""
+    return orjson.Fragment(dumps(obj))
+
+
 def to_jsonable(obj: Any) -> Any:
     """The same value as plain JSON types (for JSON columns and response bodies)."""
     return orjson.loads(dumps(obj))

@@ -13,7 +13,7 @@ from typing import Any
 
 from langchain_core.messages import AIMessageChunk, BaseMessage, BaseMessageChunk
 
-from fawn.agent.serialize import to_jsonable
+from fawn.agent.serialize import encoded, to_jsonable
 
 
 def graph_modes(requested: Sequence[str]) -> list[str]:
@@ -46,7 +46,7 @@ class EventTranslator:
         message, metadata = data
         meta = to_jsonable(metadata)
         if "messages-tuple" in self._requested:
-            yield "messages" + suffix, [to_jsonable(message), meta]
+            yield "messages" + suffix, [encoded(message), meta]
         if "messages" not in self._requested:
             return
         msg_id = getattr(message, "id", None) or ""
@@ -67,8 +67,8 @@ class EventTranslator:
 
 
 def _payload(data: Any) -> Any:
-    """A chunk as JSON (interrupts come out as ``{value, id}``, see serialize)."""
-    return to_jsonable(data)
+    """A chunk as JSON, encoded once (interrupts come out as ``{value, id}``, see serialize)."""
+    return encoded(data)
 
 
 def _message_json(message: BaseMessage) -> Any:
