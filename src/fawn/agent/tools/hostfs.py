@@ -156,10 +156,8 @@ def write_bytes(target: Target, policy: PathPolicy, data: bytes, *, append: bool
 def decode_text(data: bytes, virtual: str) -> str:
     """``data`` as UTF-8 text, or a clear error for binary content."""
     if b"\0" not in data:
-        try:
+        with contextlib.suppress(UnicodeDecodeError):
             return data.decode("utf-8")
-        except UnicodeDecodeError:
-            pass
     raise WrongFileType(
         f"{virtual} is not UTF-8 text (it looks like a binary file). Inspect it with bash "
         "(e.g. `file`, `xxd | head`, or a Python library for its format), or use view_image "

@@ -17,22 +17,19 @@ import functools
 import io
 import mimetypes
 import re
-from collections import deque
-from collections.abc import AsyncGenerator, AsyncIterator
+from collections.abc import AsyncIterator
 from contextlib import aclosing
-from dataclasses import dataclass
 from email.utils import formatdate
 from typing import Any
 from urllib.parse import quote
 
 import anyio.to_thread
 from fastapi import APIRouter, HTTPException, Request, Response
-from python_multipart.exceptions import FormParserError
-from python_multipart.multipart import MultipartParser, parse_options_header
 from starlette.datastructures import Headers
 from starlette.responses import StreamingResponse
 
 from fawn.gateway.deps import ServicesDep
+from fawn.gateway.multipart import file_parts
 from fawn.gateway.responses import JSON
 from fawn.runs.errors import InvalidInput
 from fawn.sandbox.artifacts import ArtifactFile, open_artifact
@@ -83,7 +80,7 @@ async def upload_files(thread_id: str, request: Request, services: ServicesDep) 
     limits = services.config.uploads
     staged: list[StagedUpload] = []
     try:
-        async with aclosing(_file_parts(request)) as parts:
+        async with aclosing(file_parts(request, UPLOAD_FIELD)) as parts:
             async for filename, body in parts:
                 if len(staged) == limits.max_files:
                     raise TooManyFiles(
@@ -123,118 +120,6 @@ async def remove_upload(thread_id: str, filename: str, services: ServicesDep) ->
     paths = ThreadPaths.for_thread(services.data_dir, thread_id)
     await asyncio.to_thread(delete_upload, paths, filename)
     return JSON({"success": True, "message": f"Deleted {filename}"})
-
-
-@dataclass(frozen=True)
-class _PartStart:
-    field: str
-    filename: str | None
-
-
-# A part's start, a piece of its body, or None for its end.
-_Event = _PartStart | bytes | None
-
-
-class _MultipartEvents:
-    """python-multipart's callbacks collected, in order, for the async side to drain."""
-
-    def __init__(self, boundary: bytes) -> None:
-        self.pending: deque[_Event] = deque()
-        self.complete = False
-        self._disposition = b""
-        self._name = bytearray()
-        self._value = bytearray()
-        self.parser = MultipartParser(
-            boundary,
-            {
-                "on_part_begin": self._on_part_begin,
-                "on_header_field": self._on_header_field,
-                "on_header_value": self._on_header_value,
-                "on_header_end": self._on_header_end,
-                "on_headers_finished": self._on_headers_finished,
-                "on_part_data": self._on_part_data,
-                "on_part_end": self._on_part_end,
-                "on_end": self._on_end,
-            },
-        )
-
-    def _on_part_begin(self) -> None:
-        self._disposition = b""
-
-    def _on_header_field(self, data: bytes, start: int, end: int) -> None:
-        self._name += data[start:end]
-
-    def _on_header_value(self, data: bytes, start: int, end: int) -> None:
-        self._value += data[start:end]
-
-    def _on_header_end(self) -> None:
-        if self._name.lower() == b"content-disposition":
-            self._disposition = bytes(self._value)
-        self._name.clear()
-        self._value.clear()
-
-    def _on_headers_finished(self) -> None:
-        # Header bytes arrive as latin-1; browsers put UTF-8 file names in them.
-        _, options = parse_options_header(self._disposition.decode("latin-1"))
-        field = options.get(b"name", b"").decode("utf-8", "replace")
-        filename = options.get(b"filename")
-        self.pending.append(
-            _PartStart(field, None if filename is None else filename.decode("utf-8", "replace"))
-        )
-
-    def _on_part_data(self, data: bytes, start: int, end: int) -> None:
-        self.pending.append(data[start:end])
-
-    def _on_part_end(self) -> None:
-        self.pending.append(None)
-
-    def _on_end(self) -> None:
-        self.complete = True
-
-    async def feed(self, stream: AsyncIterator[bytes]) -> AsyncGenerator[_Event, None]:
-        """Parse ``stream`` and yield its events; raise if the body is malformed or cut short."""
-        try:
-            async for chunk in stream:
-                self.parser.write(chunk)
-                while self.pending:
-                    yield self.pending.popleft()
-            self.parser.finalize()
-        except FormParserError as exc:
-            raise InvalidInput("the request body is not valid multipart/form-data") from exc
-        while self.pending:
-            yield self.pending.popleft()
-        if not self.complete:
-            raise InvalidInput("the multipart body ended before its closing boundary")
-
-
-async def _file_parts(request: Request) -> AsyncGenerator[tuple[str, AsyncIterator[bytes]], None]:
-    """``(filename, body)`` for each file part; consume each body before asking for the next."""
-    media_type, options = parse_options_header(request.headers.get("content-type"))
-    boundary = options.get(b"boundary")
-    if media_type != b"multipart/form-data" or not boundary:
-        raise InvalidInput(
-            f"send the files as multipart/form-data, in parts named {UPLOAD_FIELD!r}"
-        )
-    events = _MultipartEvents(boundary)
-    async with aclosing(events.feed(request.stream())) as stream:
-        async for event in stream:
-            if not isinstance(event, _PartStart):
-                continue
-            if event.field != UPLOAD_FIELD or event.filename is None:
-                raise InvalidInput(
-                    f"unexpected form field {event.field!r}: only files, in parts named "
-                    f"{UPLOAD_FIELD!r}, are accepted",
-                    field=event.field,
-                )
-            yield event.filename, _part_body(stream)
-
-
-async def _part_body(stream: AsyncIterator[_Event]) -> AsyncIterator[bytes]:
-    async for event in stream:
-        if event is None:
-            return
-        if isinstance(event, bytes):
-            yield event
 
 
 # -- artifacts ------------------------------------------------------------------------------
