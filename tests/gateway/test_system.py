@@ -24,3 +24,22 @@ async def test_unknown_route_is_404_with_detail(server: LiveServer) -> None:
         response = await http.get("/nope")
     assert response.status_code == 404
     assert response.json() == {"detail": "Not Found"}
+
+
+async def test_unimplemented_langgraph_routes_say_so(server: LiveServer) -> None:
+    async with httpx.AsyncClient(base_url=server.url) as http:
+        commands = await http.post("/threads/t1/commands", json={})
+        events = await http.post("/threads/t1/stream/events", json={})
+        crons = await http.post("/runs/crons/search", json={})
+        store = await http.put("/store/items", json={})
+    assert [r.status_code for r in (commands, events, crons, store)] == [404] * 4
+    assert (
+        commands.json()
+        == events.json()
+        == {
+            "detail": "not supported by fawn: the thread-stream protocol (client.threads.stream) "
+            "is not implemented; use client.runs.stream or client.threads.join_stream"
+        }
+    )
+    assert crons.json() == {"detail": "not supported by fawn: crons are not implemented"}
+    assert store.json() == {"detail": "not supported by fawn: the store API is not implemented"}

@@ -17,6 +17,7 @@ from fawn.gateway.routers import (
     system,
     thread_stream,
     threads,
+    unsupported,
 )
 from fawn.gateway.services import open_services
 
@@ -39,4 +40,5 @@ def create_app(config: AppConfig) -> FastAPI:
         app.include_router(module.router)
     app.include_router(files.router)
     app.include_router(models.router)
+    app.include_router(unsupported.router)
     return app
