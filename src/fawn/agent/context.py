@@ -5,7 +5,7 @@ Server-owned fields (thread, run, user) are set by the run worker, never by the 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from typing import Literal
 
 ReasoningEffort = Literal["minimal", "low", "medium", "high"]
@@ -35,3 +35,5 @@ class RunContext(AgentOptions):
     thread_id: str
     run_id: str
     user_id: str | None = None
+    #: warnings for the run's journal (the worker records them when the run ends)
+    notes: list[str] = field(default_factory=list, compare=False)

@@ -13,6 +13,7 @@ from fawn.gateway.routers import (
     assistants,
     files,
     models,
+    run_events,
     runs,
     system,
     thread_stream,
@@ -40,5 +41,6 @@ def create_app(config: AppConfig) -> FastAPI:
         app.include_router(module.router)
     app.include_router(files.router)
     app.include_router(models.router)
+    app.include_router(run_events.router)
     app.include_router(unsupported.router)
     return app

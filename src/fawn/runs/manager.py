@@ -33,7 +33,7 @@ from fawn.runs.thread_stream import ThreadEvent, follow_thread
 from fawn.runs.threads import is_valid_thread_id
 from fawn.runs.worker import RunWorker
 from fawn.store.errors import RunConflict
-from fawn.store.runs import TERMINAL, NewRun, RunRecord, RunRepository, RunStatus
+from fawn.store.runs import TERMINAL, NewRun, RunEventEntry, RunRecord, RunRepository, RunStatus
 from fawn.store.types import utcnow
 from fawn.streams.events import Heartbeat
 
@@ -232,6 +232,11 @@ class RunManager:
         if record is None:
             raise NotFound(f"run {run_id} not found in thread {thread_id}")
         return record
+
+    async def journal(self, thread_id: str, run_id: str) -> list[RunEventEntry]:
+        """The run's journal (written when it finished; empty while it runs)."""
+        await self.get(thread_id, run_id)
+        return await self._runs.events(run_id)
 
     async def list_page(
         self, thread_id: str, *, limit: int, offset: int, status: RunStatus | None

@@ -17,16 +17,18 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.errors import GraphRecursionError
 from langgraph.types import StateSnapshot
 
+from fawn.agent.context import RunContext
 from fawn.agent.graph import LeadAgent
 from fawn.agent.serialize import interrupts_json, to_jsonable
 from fawn.agent.snapshots import pending_interrupts
 from fawn.config.settings import AppConfig
 from fawn.runs.errors import NotFound
 from fawn.runs.handle import RunHandle, RunOutcome
+from fawn.runs.journal import RunJournal
 from fawn.runs.threads import ThreadService, thread_config
 from fawn.runs.translate import EventTranslator, graph_modes
 from fawn.store.checkpoints import Saver
-from fawn.store.runs import RunRepository, RunStatus, Usage
+from fawn.store.runs import RunEventEntry, RunRepository, RunStatus, Usage
 from fawn.store.threads import ThreadStateSnapshot, ThreadStatus
 from fawn.streams.bridge import StreamBridge
 
@@ -52,33 +54,40 @@ class RunWorker:
 
     async def execute(self, handle: RunHandle, wait_turn: Any) -> None:
         """Run to a terminal state. ``wait_turn`` awaits the runs ahead on the thread."""
-        usage = UsageMetadataCallbackHandler()
+        scope = _RunScope(
+            context=handle.spec.options.context(
+                thread_id=handle.thread_id, run_id=handle.run_id, user_id=handle.user_id
+            ),
+            usage=UsageMetadataCallbackHandler(),
+            journal=RunJournal(),
+        )
         pre_run: RunnableConfig | None = None
         snapshot: StateSnapshot | None = None
         try:
             await wait_turn(handle)
             if not await self.runs.start(handle.run_id):
                 await self._finalize(
-                    handle, Outcome(status="interrupted", stop_reason="cancelled"), usage
+                    handle, Outcome(status="interrupted", stop_reason="cancelled"), scope
                 )
                 return
             handle.started = True
+            scope.journal.note("run_started", {"run_id": handle.run_id})
             pre_run = await self._latest_checkpoint(handle.thread_id)
             await self.bridge.publish(
                 handle.run_id,
                 "metadata",
                 {"run_id": handle.run_id, "thread_id": handle.thread_id, "attempt": 1},
             )
-            outcome, snapshot = await self._stream(handle, usage)
+            outcome, snapshot = await self._stream(handle, scope)
         except asyncio.CancelledError:
             outcome = await self._cancelled(handle, pre_run)
         except Exception as exc:
             log.exception("run %s failed", handle.run_id)
             outcome = Outcome(status="error", error=_error(exc), stop_reason="error")
-        await self._finalize(handle, outcome, usage, snapshot)
+        await self._finalize(handle, outcome, scope, snapshot)
 
     async def _stream(
-        self, handle: RunHandle, usage: UsageMetadataCallbackHandler
+        self, handle: RunHandle, scope: _RunScope
     ) -> tuple[Outcome, StateSnapshot | None]:
         spec = handle.spec
         config: RunnableConfig = {
@@ -91,12 +100,9 @@ class RunWorker:
                 spec.config.get("recursion_limit") or self.config.agent.recursion_limit
             ),
             "metadata": {**spec.metadata, "run_id": handle.run_id, "thread_id": handle.thread_id},
-            "callbacks": [usage],
+            "callbacks": [scope.usage, scope.journal],
             "tags": list(spec.config.get("tags") or []),
         }
-        context = spec.options.context(
-            thread_id=handle.thread_id, run_id=handle.run_id, user_id=handle.user_id
-        )
         translator = EventTranslator(spec.stream_modes)
         extra: dict[str, Any] = {}
         if spec.durability is not None:
@@ -105,7 +111,7 @@ class RunWorker:
             async for chunk in self.agent.graph.astream(
                 spec.graph_input(),
                 config,
-                context=context,
+                context=scope.context,
                 stream_mode=graph_modes(spec.stream_modes),  # type: ignore[arg-type]
                 subgraphs=spec.stream_subgraphs,
                 interrupt_before=spec.interrupt_before,
@@ -157,7 +163,7 @@ class RunWorker:
         self,
         handle: RunHandle,
         outcome: Outcome,
-        usage: UsageMetadataCallbackHandler,
+        scope: _RunScope,
         snapshot: StateSnapshot | None = None,
     ) -> None:
         """Thread row and the run's terminal status (or its deletion, after a rollback) in
@@ -174,6 +180,7 @@ class RunWorker:
             if outcome.error is not None:
                 await self.bridge.publish(run_id, "error", outcome.error)
             if outcome.stop_reason != "lease_lost":
+                usage = _usage(scope.usage)
                 await self.runs.complete(
                     run_id,
                     thread_id,
@@ -181,9 +188,10 @@ class RunWorker:
                     thread=_thread_row(snapshot, values, outcome),
                     error=outcome.error["message"] if outcome.error else None,
                     stop_reason=outcome.stop_reason,
-                    usage=_usage(usage),
+                    usage=usage,
                     owner=self.owner,
                     delete_run=rolled_back,
+                    journal=_close_journal(scope, outcome, usage),
                 )
             if handle.spec.delete_thread_on_completion:
                 with contextlib.suppress(NotFound):
@@ -234,6 +242,38 @@ def _thread_row(
         status=status,
         error=error,
     )
+
+
+@dataclass(frozen=True, kw_only=True)
+class _RunScope:
+    """What one execution collects besides state: its context (with the agent's notes), the
+    token usage ledger and the journal."""
+
+    context: RunContext
+    usage: UsageMetadataCallbackHandler
+    journal: RunJournal
+
+
+def _close_journal(scope: _RunScope, outcome: Outcome, usage: Usage) -> list[RunEventEntry]:
+    journal = scope.journal
+    for note in scope.context.notes:
+        journal.note("warning", {"message": note})
+    if outcome.error is not None:
+        journal.note("error", dict(outcome.error))
+    journal.note(
+        "run_finished",
+        {
+            "status": outcome.status,
+            "stop_reason": outcome.stop_reason,
+            "duration_ms": journal.elapsed_ms,
+            "usage": {
+                "prompt_tokens": usage.prompt_tokens,
+                "completion_tokens": usage.completion_tokens,
+                "total_tokens": usage.total_tokens,
+            },
+        },
+    )
+    return journal.entries
 
 
 def _error(exc: BaseException) -> dict[str, str]:

@@ -12,7 +12,7 @@ from sqlalchemy.exc import IntegrityError
 
 from fawn.store.database import Database
 from fawn.store.errors import RunConflict, ThreadNotFound
-from fawn.store.tables import runs, threads
+from fawn.store.tables import run_events, runs, threads
 from fawn.store.threads import ThreadStateSnapshot
 from fawn.store.types import utcnow
 
@@ -47,6 +47,16 @@ class RunRecord:
     lease_expires_at: datetime | None
     cancel_action: str | None
     seq: int
+
+
+@dataclass(frozen=True, kw_only=True)
+class RunEventEntry:
+    """One journal entry of a run (``run_events``)."""
+
+    kind: str
+    data: dict[str, Any]
+    created_at: datetime
+    seq: int = 0
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -232,6 +242,7 @@ class RunRepository:
         usage: Usage | None = None,
         owner: str | None = None,
         delete_run: bool = False,
+        journal: Sequence[RunEventEntry] = (),
     ) -> None:
         """Settle the thread row and make the run terminal (or delete it) in ONE transaction,
         so nobody sees the run finished while its thread still says ``busy``.
@@ -282,7 +293,35 @@ class RunRepository:
             query = update(runs).where(runs.c.run_id == run_id, runs.c.status.in_(ACTIVE))
             if owner is not None:
                 query = query.where(runs.c.owner == owner)
-            await conn.execute(query.values(**values))
+            finished = await conn.execute(query.values(**values))
+            if journal and finished.rowcount:
+                await conn.execute(
+                    insert(run_events),
+                    [
+                        {
+                            "run_id": run_id,
+                            "seq": seq,
+                            "kind": entry.kind,
+                            "data": entry.data,
+                            "created_at": entry.created_at,
+                        }
+                        for seq, entry in enumerate(journal, start=1)
+                    ],
+                )
+
+    async def events(self, run_id: str) -> list[RunEventEntry]:
+        query = select(run_events).where(run_events.c.run_id == run_id).order_by(run_events.c.seq)
+        async with self._db.engine.connect() as conn:
+            rows = (await conn.execute(query)).all()
+        return [
+            RunEventEntry(
+                kind=r._mapping["kind"],
+                data=r._mapping["data"],
+                created_at=r._mapping["created_at"],
+                seq=r._mapping["seq"],
+            )
+            for r in rows
+        ]
 
     async def delete(self, run_id: str) -> bool:
         async with self._db.engine.begin() as conn:

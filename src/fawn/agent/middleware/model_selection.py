@@ -60,6 +60,7 @@ class ModelSelectionMiddleware(ChainMiddleware):
             return None
         for warning in warnings:
             log.warning("run %s: %s", ctx.run_id, warning)
+            ctx.notes.append(warning)
         return None
 
     def wrap_model_call(

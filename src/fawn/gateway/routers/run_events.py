@@ -1,0 +1,23 @@
+"""``GET /api/threads/{thread_id}/runs/{run_id}/events``: a run's journal."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, Response
+
+from fawn.gateway.deps import ServicesDep
+from fawn.gateway.responses import JSON
+
+router = APIRouter(tags=["runs"])
+
+
+@router.get("/api/threads/{thread_id}/runs/{run_id}/events")
+async def run_events(thread_id: str, run_id: str, services: ServicesDep) -> Response:
+    entries = await services.runs.journal(thread_id, run_id)
+    return JSON(
+        {
+            "events": [
+                {"seq": e.seq, "kind": e.kind, "data": e.data, "created_at": e.created_at}
+                for e in entries
+            ]
+        }
+    )

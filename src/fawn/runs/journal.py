@@ -1,0 +1,70 @@
+"""RunJournal: the durable record of what a run did, beside its stream.
+
+The stream is a bounded, expiring view; the journal is kept with the run record: when it
+started and ended, with what outcome and usage, each tool call with its result status and
+duration, warnings (a model option the model ignores), errors. It is collected in memory and
+written in the run's finalization transaction, so a rolled-back run takes it along.
+"""
+
+from __future__ import annotations
+
+import time
+from datetime import datetime
+from typing import Any
+from uuid import UUID
+
+from langchain_core.callbacks import BaseCallbackHandler
+from langgraph.errors import GraphBubbleUp
+
+from fawn.store.runs import RunEventEntry
+from fawn.store.types import utcnow
+
+
+class RunJournal(BaseCallbackHandler):
+    """Journal entries of one run; also a LangChain callback handler for tool activity."""
+
+    run_inline = True  # appends only: no need for an executor hop per callback
+
+    def __init__(self) -> None:
+        self.entries: list[RunEventEntry] = []
+        self._tools: dict[UUID, tuple[str, float]] = {}
+        self._started = time.monotonic()
+
+    def note(self, kind: str, data: dict[str, Any], at: datetime | None = None) -> None:
+        self.entries.append(RunEventEntry(kind=kind, data=data, created_at=at or utcnow()))
+
+    @property
+    def elapsed_ms(self) -> int:
+        return round((time.monotonic() - self._started) * 1000)
+
+    def on_tool_start(
+        self,
+        serialized: dict[str, Any] | None,
+        input_str: str,
+        *,
+        run_id: UUID,
+        **kwargs: Any,
+    ) -> None:
+        name = str((serialized or {}).get("name") or kwargs.get("name") or "tool")
+        self._tools[run_id] = (name, time.monotonic())
+        self.note("tool_started", {"tool": name})
+
+    def on_tool_end(self, output: Any, *, run_id: UUID, **kwargs: Any) -> None:
+        self._tool_done(run_id, "success", None)
+
+    def on_tool_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
+        if isinstance(error, GraphBubbleUp):  # ask_clarification: paused, not failed
+            self._tool_done(run_id, "interrupted", None)
+        else:
+            self._tool_done(run_id, "error", f"{type(error).__name__}: {error}")
+
+    def _tool_done(self, run_id: UUID, status: str, error: str | None) -> None:
+        name, started = self._tools.pop(run_id, ("tool", time.monotonic()))
+        data: dict[str, Any] = {
+            "tool": name,
+            "status": status,
+            "duration_ms": round((time.monotonic() - started) * 1000),
+        }
+        if error is not None:
+            data["error"] = error[:2000]
+        self.note("tool_finished", data)
