@@ -13,7 +13,7 @@ from datetime import datetime
 from typing import Any
 from uuid import UUID
 
-from langchain_core.callbacks import BaseCallbackHandler
+from langchain_core.callbacks import BaseCallbackHandler, UsageMetadataCallbackHandler
 from langgraph.errors import GraphBubbleUp
 
 from fawn.store.runs import RunEventEntry
@@ -24,6 +24,14 @@ class RunJournal(BaseCallbackHandler):
     """Journal entries of one run; also a LangChain callback handler for tool activity."""
 
     run_inline = True  # appends only: no need for an executor hop per callback
+    # Only tool events are journalled ("agent" events include them): skip the rest, which
+    # LangChain would otherwise dispatch here for every graph step and model call.
+    ignore_chain = True
+    ignore_llm = True
+    ignore_chat_model = True
+    ignore_retriever = True
+    ignore_retry = True
+    ignore_custom_event = True
 
     def __init__(self) -> None:
         self.entries: list[RunEventEntry] = []
@@ -68,3 +76,15 @@ class RunJournal(BaseCallbackHandler):
         if error is not None:
             data["error"] = error[:2000]
         self.note("tool_finished", data)
+
+
+class UsageLedger(UsageMetadataCallbackHandler):
+    """Token usage of one run, per model (LangChain's handler, told to skip the chain, tool
+    and retriever events it never reads)."""
+
+    run_inline = True
+    ignore_chain = True
+    ignore_agent = True
+    ignore_retriever = True
+    ignore_retry = True
+    ignore_custom_event = True

@@ -24,7 +24,7 @@ from fawn.agent.snapshots import pending_interrupts
 from fawn.config.settings import AppConfig
 from fawn.runs.errors import NotFound
 from fawn.runs.handle import RunHandle, RunOutcome
-from fawn.runs.journal import RunJournal
+from fawn.runs.journal import RunJournal, UsageLedger
 from fawn.runs.threads import ThreadService, thread_config
 from fawn.runs.translate import EventTranslator, graph_modes
 from fawn.store.checkpoints import Saver
@@ -58,7 +58,7 @@ class RunWorker:
             context=handle.spec.options.context(
                 thread_id=handle.thread_id, run_id=handle.run_id, user_id=handle.user_id
             ),
-            usage=UsageMetadataCallbackHandler(),
+            usage=UsageLedger(),
             journal=RunJournal(),
         )
         pre_run: RunnableConfig | None = None
@@ -250,7 +250,7 @@ class _RunScope:
     token usage ledger and the journal."""
 
     context: RunContext
-    usage: UsageMetadataCallbackHandler
+    usage: UsageLedger
     journal: RunJournal
 
 
