@@ -23,9 +23,9 @@ REDIS_URL = "redis://127.0.0.1:6379/0"
 
 
 @pytest.fixture
-async def workers(
+async def pair(
     make_server: Callable[..., LiveServer], pg_url: str, tmp_path: Any
-) -> AsyncIterator[tuple[LangGraphClient, LangGraphClient]]:
+) -> AsyncIterator[tuple[LiveServer, LiveServer, LangGraphClient, LangGraphClient]]:
     prefix = f"fawn-test-{uuid.uuid4().hex[:10]}"
     shared: dict[str, Any] = {
         "database": {"url": pg_url},
@@ -37,7 +37,7 @@ async def workers(
     b = make_server(tmp_path / "b", data_dir=str(tmp_path / "shared-data"), **shared)
     clients = (get_client(url=a.url, timeout=60), get_client(url=b.url, timeout=60))
     try:
-        yield clients
+        yield a, b, *clients
     finally:
         for client in clients:
             await client.aclose()
@@ -46,6 +46,13 @@ async def workers(
         if keys:
             await r.delete(*keys)
         await r.aclose()
+
+
+@pytest.fixture
+def workers(
+    pair: tuple[LiveServer, LiveServer, LangGraphClient, LangGraphClient],
+) -> tuple[LangGraphClient, LangGraphClient]:
+    return pair[2], pair[3]
 
 
 def user(text: str) -> dict[str, Any]:
@@ -112,3 +119,42 @@ async def test_reject_admits_exactly_one_across_workers(
 
     codes = await asyncio.gather(*(attempt(a if i % 2 else b) for i in range(20)))
     assert sorted(codes) == [200] + [409] * 19
+
+
+async def test_a_dead_workers_run_ends_for_followers_on_the_other_worker(
+    pair: tuple[LiveServer, LiveServer, LangGraphClient, LangGraphClient],
+    stub: StubServerThread,
+    key: str,
+) -> None:
+    server_a, _, a, b = pair
+    stub.add_script(key, [{"content": "never", "delay": 30.0}])
+    tid = (await a.threads.create())["thread_id"]
+    run = await a.runs.create(tid, "lead_agent", input=user(key))
+    seen: list[tuple[str, Any]] = []
+
+    async def follow() -> None:
+        async for part in b.runs.join_stream(tid, run["run_id"], last_event_id="0"):
+            seen.append((part.event, part.data))
+
+    follower = asyncio.create_task(follow())
+    for _ in range(400):  # bounded: until the run is executing on A
+        if seen:
+            break
+        await asyncio.sleep(0.05)
+    server_a.kill()  # SIGKILL: A never finalizes; B's sweep recovers the run
+
+    await asyncio.wait_for(follower, timeout=20)
+
+    assert seen[0] == ("metadata", {"run_id": run["run_id"], "thread_id": tid, "attempt": 1})
+    assert seen[-2:] == [
+        (
+            "error",
+            {
+                "error": "RunOrphaned",
+                "message": "the worker that owned this run stopped renewing its lease",
+            },
+        ),
+        ("end", {"run_id": run["run_id"], "status": "error"}),
+    ]
+    recovered = await b.runs.get(tid, run["run_id"])
+    assert (recovered["status"], recovered["stop_reason"]) == ("error", "orphaned")

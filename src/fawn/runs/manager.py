@@ -35,7 +35,7 @@ from fawn.runs.worker import RunWorker
 from fawn.store.errors import RunConflict
 from fawn.store.runs import TERMINAL, NewRun, RunEventEntry, RunRecord, RunRepository, RunStatus
 from fawn.store.types import utcnow
-from fawn.streams.events import Heartbeat
+from fawn.streams.events import Heartbeat, StreamError
 
 log = logging.getLogger(__name__)
 
@@ -104,16 +104,31 @@ class RunManager:
             is_orphan=lambda r: everything or _lease_expired(r, now) or owner_gone(r.owner),
         )
         for rec in recovered:
-            log.warning(
-                "run %s on thread %s marked error: %s", rec.run_id, rec.thread_id, RECOVERY_REASON
-            )
             with contextlib.suppress(Exception):
                 await self._worker.threads.refresh(
                     rec.thread_id,
                     status="error",
                     error={"error": "RunOrphaned", "message": RECOVERY_REASON},
                 )
+        await self._end_orphan_streams(recovered, RECOVERY_REASON)
         self._spawn(self._lease_loop())
+
+    async def _end_orphan_streams(self, orphans: Sequence[RunRecord], reason: str) -> None:
+        """Close what a dead owner left open, so followers of its runs (through a shared Redis
+        bridge, on any worker) see ``error`` and ``end`` instead of heartbeats forever."""
+        bridge = self._worker.bridge
+        for rec in orphans:
+            log.warning("run %s on thread %s marked error: %s", rec.run_id, rec.thread_id, reason)
+            try:
+                if not await bridge.exists(rec.run_id):
+                    continue
+                await bridge.publish(
+                    rec.run_id, "error", {"error": "RunOrphaned", "message": reason}
+                )
+                await bridge.publish(rec.run_id, "end", {"run_id": rec.run_id, "status": "error"})
+                await bridge.close(rec.run_id)
+            except StreamError:  # closed meanwhile, or cleaned up: nothing left to end
+                continue
 
     async def aclose(self) -> None:
         for handle in list(self._handles.values()):
@@ -344,12 +359,13 @@ class RunManager:
     async def _sweep(self) -> None:
         now = utcnow()
         mine = set(self._handles)
-        await self._runs.recover_orphans(
+        recovered = await self._runs.recover_orphans(
             reason=LEASE_REASON,
             is_orphan=lambda r: (
                 r.run_id not in mine and (_lease_expired(r, now) or owner_gone(r.owner))
             ),
         )
+        await self._end_orphan_streams(recovered, LEASE_REASON)
 
     async def _renew(self) -> None:
         ids = [h.run_id for h in self._handles.values()]
