@@ -63,7 +63,7 @@ async def open_services(config: AppConfig) -> AsyncIterator[Services]:
             bridge=bridge,
             owner=RunManager.new_owner_id(),
         )
-        manager = RunManager(worker, runs_repo, single_process=not db.is_postgres)
+        manager = RunManager(worker, runs_repo, models, single_process=not db.is_postgres)
         await manager.start()
         stack.push_async_callback(manager.aclose)
         yield Services(

@@ -24,13 +24,14 @@ import socket
 import uuid
 from collections.abc import AsyncIterator, Sequence
 from datetime import datetime
-from typing import Any
+from typing import Any, Literal
 
+from fawn.agent.models import ModelFactory
 from fawn.runs.errors import Conflict, InvalidInput, NotFound
 from fawn.runs.handle import CancelAction, RunHandle, RunOutcome
 from fawn.runs.spec import RunSpec
 from fawn.runs.thread_stream import ThreadEvent, follow_thread
-from fawn.runs.threads import is_valid_thread_id
+from fawn.runs.threads import check_thread_id, is_valid_thread_id
 from fawn.runs.worker import RunWorker
 from fawn.store.errors import RunConflict
 from fawn.store.runs import TERMINAL, NewRun, RunEventEntry, RunRecord, RunRepository, RunStatus
@@ -81,9 +82,17 @@ def _lease_expired(record: RunRecord, now: datetime) -> bool:
 
 
 class RunManager:
-    def __init__(self, worker: RunWorker, runs: RunRepository, *, single_process: bool) -> None:
+    def __init__(
+        self,
+        worker: RunWorker,
+        runs: RunRepository,
+        models: ModelFactory,
+        *,
+        single_process: bool,
+    ) -> None:
         self._worker = worker
         self._runs = runs
+        self._models = models
         self._single_process = single_process
         self._handles: dict[str, RunHandle] = {}
         self._tasks: set[asyncio.Task[Any]] = set()
@@ -146,6 +155,56 @@ class RunManager:
         return task
 
     # -- admission ---------------------------------------------------------------------------
+
+    def check(self, spec: RunSpec) -> None:
+        """What can be refused before anything exists: the model (unknown, or none
+        configured) and breakpoints naming nodes the graph does not have."""
+        self._models.settings(spec.options.model_name)
+        nodes = set(self._worker.agent.graph.nodes)
+        for name in ("interrupt_before", "interrupt_after"):
+            value = getattr(spec, name)
+            if isinstance(value, list):
+                unknown = [n for n in value if n not in nodes]
+                if unknown:
+                    known = ", ".join(n for n in nodes if not n.startswith("__"))
+                    raise InvalidInput(
+                        f"{name}: unknown node(s) {', '.join(unknown)}; nodes: {known}",
+                        field=name,
+                    )
+
+    async def admit(
+        self,
+        thread_id: str | None,
+        spec: RunSpec,
+        *,
+        if_not_exists: Literal["create", "reject"] = "reject",
+    ) -> RunRecord:
+        """Check the spec, find (or create) the thread, submit. ``thread_id=None`` is a
+        stateless run on a temporary thread, removed again if the run is refused."""
+        self.check(spec)
+        threads = self._worker.threads
+        if thread_id is None:
+            target = (await threads.create(None, {"stateless": True}, "raise")).thread_id
+        else:
+            target = await self._ensure_thread(thread_id, if_not_exists)
+        try:
+            return await self.submit(target, spec)
+        except BaseException:
+            if thread_id is None:
+                with contextlib.suppress(NotFound):
+                    await threads.delete(target)
+            raise
+
+    async def _ensure_thread(self, thread_id: str, if_not_exists: str) -> str:
+        threads = self._worker.threads
+        try:
+            await threads.get(thread_id)
+        except NotFound:
+            if if_not_exists != "create":
+                raise
+            check_thread_id(thread_id)
+            await threads.create(thread_id, None, "do_nothing")
+        return thread_id
 
     async def submit(
         self, thread_id: str, spec: RunSpec, *, user_id: str | None = None

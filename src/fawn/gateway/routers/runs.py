@@ -21,7 +21,6 @@ from fawn.gateway.sse import run_stream_response
 from fawn.gateway.wire import run_json
 from fawn.runs.errors import InvalidInput, NotFound, ServiceError
 from fawn.runs.spec import RunSpec, parse_stream_modes
-from fawn.runs.threads import check_thread_id
 from fawn.store.runs import RunRecord, RunStatus
 from fawn.streams.sse import parse_last_event_id
 
@@ -31,54 +30,18 @@ KEEPALIVE_SECONDS = 5.0
 
 
 def _validate(services: Services, body: RunCreate, *, stateless: bool) -> RunSpec:
-    """Everything that can be refused before a run (or a stateless thread) exists."""
+    """The request as a RunSpec, checked against the server's models and graph."""
     spec = build_spec(body, stateless=stateless)
-    services.models.settings(spec.options.model_name)  # unknown or no model: 400 now
-    _check_nodes(services, spec)
+    services.runs.check(spec)
     return spec
-
-
-async def _ensure_thread(services: Services, thread_id: str | None, body: RunCreate) -> str:
-    """The thread the run goes on: a new temporary one for a stateless run."""
-    if thread_id is None:
-        record = await services.threads.create(None, {"stateless": True}, "raise")
-        return record.thread_id
-    try:
-        await services.threads.get(thread_id)
-    except NotFound:
-        if body.if_not_exists != "create":
-            raise
-        check_thread_id(thread_id)
-        await services.threads.create(thread_id, None, "do_nothing")
-    return thread_id
 
 
 async def _admit(
     services: Services, thread_id: str | None, body: RunCreate
 ) -> tuple[RunRecord, RunSpec]:
-    spec = _validate(services, body, stateless=thread_id is None)
-    target = await _ensure_thread(services, thread_id, body)
-    try:
-        run = await services.runs.submit(target, spec)
-    except BaseException:
-        if thread_id is None:  # a refused stateless run leaves no temporary thread behind
-            with contextlib.suppress(NotFound):
-                await services.threads.delete(target)
-        raise
+    spec = build_spec(body, stateless=thread_id is None)
+    run = await services.runs.admit(thread_id, spec, if_not_exists=body.if_not_exists)
     return run, spec
-
-
-def _check_nodes(services: Services, spec: RunSpec) -> None:
-    nodes = set(services.agent.graph.nodes)
-    for name in ("interrupt_before", "interrupt_after"):
-        value = getattr(spec, name)
-        if isinstance(value, list):
-            unknown = [n for n in value if n not in nodes]
-            if unknown:
-                known = ", ".join(n for n in nodes if not n.startswith("__"))
-                raise InvalidInput(
-                    f"{name}: unknown node(s) {', '.join(unknown)}; nodes: {known}", field=name
-                )
 
 
 def _locations(run: RunRecord) -> dict[str, str]:
