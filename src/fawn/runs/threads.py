@@ -11,7 +11,7 @@ from typing import Any, Literal
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.errors import InvalidUpdateError
-from langgraph.types import StateUpdate
+from langgraph.types import StateSnapshot, StateUpdate
 
 from fawn.agent.graph import LeadAgent
 from fawn.agent.serialize import to_jsonable
@@ -50,6 +50,24 @@ def is_valid_thread_id(thread_id: str) -> bool:
     except InvalidThreadId:
         return False
     return True
+
+
+def thread_row(
+    snapshot: StateSnapshot,
+    values: dict[str, Any],
+    *,
+    status: ThreadStatus | None = None,
+    error: Any = None,
+) -> ThreadStateSnapshot:
+    """What the thread row keeps of a state: its values (``values``, already JSON), pending
+    interrupts, and a status (by default ``interrupted`` while an interrupt waits)."""
+    interrupts = pending_interrupts(snapshot)
+    return ThreadStateSnapshot(
+        values=values if snapshot.config else None,
+        interrupts=interrupts,
+        status=status or ("interrupted" if interrupts else "idle"),
+        error=error,
+    )
 
 
 def check_thread_id(thread_id: str) -> str:
@@ -269,18 +287,8 @@ class ThreadService:
     ) -> None:
         """Copy the latest checkpoint's values and interrupts onto the thread row."""
         snapshot = await self._agent.graph.aget_state(thread_config(thread_id))
-        interrupts = pending_interrupts(snapshot)
-        if status is None:
-            status = "interrupted" if interrupts else "idle"
-        await self._repo.save_state(
-            thread_id,
-            ThreadStateSnapshot(
-                values=to_jsonable(snapshot.values) if snapshot.config else None,
-                interrupts=interrupts,
-                status=status,
-                error=error,
-            ),
-        )
+        row = thread_row(snapshot, to_jsonable(snapshot.values or {}), status=status, error=error)
+        await self._repo.save_state(thread_id, row)
 
     # -- helpers -------------------------------------------------------------------------
 

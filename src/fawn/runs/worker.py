@@ -9,27 +9,28 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from collections.abc import AsyncGenerator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from langchain_core.callbacks import UsageMetadataCallbackHandler
 from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.base import CheckpointTuple
 from langgraph.errors import GraphRecursionError
 from langgraph.types import StateSnapshot
 
 from fawn.agent.context import RunContext
 from fawn.agent.graph import LeadAgent
 from fawn.agent.serialize import interrupts_json, to_jsonable
-from fawn.agent.snapshots import pending_interrupts
 from fawn.config.settings import AppConfig
 from fawn.runs.errors import NotFound
 from fawn.runs.handle import RunHandle, RunOutcome
 from fawn.runs.journal import RunJournal, UsageLedger
-from fawn.runs.threads import ThreadService, thread_config
+from fawn.runs.threads import ThreadService, thread_config, thread_row
 from fawn.runs.translate import EventTranslator, graph_modes
 from fawn.store.checkpoints import Saver
 from fawn.store.runs import RunEventEntry, RunRepository, RunStatus, Usage
-from fawn.store.threads import ThreadStateSnapshot, ThreadStatus
+from fawn.store.threads import ThreadStateSnapshot
 from fawn.streams.bridge import StreamBridge
 
 log = logging.getLogger(__name__)
@@ -61,7 +62,6 @@ class RunWorker:
             usage=UsageLedger(),
             journal=RunJournal(),
         )
-        pre_run: RunnableConfig | None = None
         snapshot: StateSnapshot | None = None
         try:
             await wait_turn(handle)
@@ -72,7 +72,6 @@ class RunWorker:
                 return
             handle.started = True
             scope.journal.note("run_started", {"run_id": handle.run_id})
-            pre_run = await self._latest_checkpoint(handle.thread_id)
             await self.bridge.publish(
                 handle.run_id,
                 "metadata",
@@ -80,7 +79,7 @@ class RunWorker:
             )
             outcome, snapshot = await self._stream(handle, scope)
         except asyncio.CancelledError:
-            outcome = await self._cancelled(handle, pre_run)
+            outcome = await self._cancelled(handle)
         except Exception as exc:
             log.exception("run %s failed", handle.run_id)
             outcome = Outcome(status="error", error=_error(exc), stop_reason="error")
@@ -130,11 +129,11 @@ class RunWorker:
             return Outcome(status="error", error=marked, stop_reason="model_error"), snapshot
         return Outcome(status="success", stop_reason=_stop_reason(snapshot.values)), snapshot
 
-    async def _cancelled(self, handle: RunHandle, pre_run: RunnableConfig | None) -> Outcome:
+    async def _cancelled(self, handle: RunHandle) -> Outcome:
         action = handle.cancel_action
         if action == "rollback":
             if handle.started:
-                await self._rollback(handle.thread_id, pre_run)
+                await self._rollback(handle.thread_id, handle.run_id)
             return Outcome(status="interrupted", stop_reason="rollback")
         if action == "interrupt":
             return Outcome(status="interrupted", stop_reason="cancelled")
@@ -146,18 +145,27 @@ class RunWorker:
             stop_reason="shutdown",
         )
 
-    async def _latest_checkpoint(self, thread_id: str) -> RunnableConfig | None:
-        """The config naming the thread's latest checkpoint; None when it has none yet (an
-        empty thread's snapshot still carries a config, without a checkpoint id)."""
-        saved = await self.saver.aget_tuple(thread_config(thread_id))
-        return saved.config if saved is not None else None
+    async def _rollback(self, thread_id: str, run_id: str) -> None:
+        """Restore the conversation state to before the run (files are not restored).
 
-    async def _rollback(self, thread_id: str, pre_run: RunnableConfig | None) -> None:
-        """Restore the conversation state to before the run (files are not restored)."""
-        if pre_run is None:
+        The pre-run state is the newest checkpoint this run did not write (its checkpoints
+        carry its ``run_id`` in their metadata); it is looked up only when a rollback
+        happens, not read ahead on every run. A thread with none is emptied.
+        """
+        anchor: RunnableConfig | None = None
+        # closed before writing: a saver may hold its connection while listing
+        listing = cast(
+            AsyncGenerator[CheckpointTuple, None], self.saver.alist(thread_config(thread_id))
+        )
+        async with contextlib.aclosing(listing) as items:
+            async for item in items:
+                if item.metadata.get("run_id") != run_id:
+                    anchor = item.config
+                    break
+        if anchor is None:
             await self.saver.adelete_thread(thread_id)
         else:
-            await self.agent.graph.aupdate_state(pre_run, None, as_node="__copy__")
+            await self.agent.graph.aupdate_state(anchor, None, as_node="__copy__")
 
     async def _finalize(
         self,
@@ -225,23 +233,13 @@ def _thread_row(
     snapshot: StateSnapshot, values: dict[str, Any], outcome: Outcome
 ) -> ThreadStateSnapshot:
     """The thread row a finished run leaves behind."""
-    interrupts = pending_interrupts(snapshot)
-    error = None
     if outcome.status == "error":
-        status: ThreadStatus = "error"
-        error = outcome.error
-    elif outcome.status == "interrupted" and outcome.stop_reason != "rollback":
+        return thread_row(snapshot, values, status="error", error=outcome.error)
+    if outcome.status == "interrupted" and outcome.stop_reason != "rollback":
         # cancelled, or paused at an interrupt() or a breakpoint (static breakpoints leave
         # no Interrupt objects behind, only ``next``): LangGraph calls both interrupted
-        status = "interrupted"
-    else:
-        status = "interrupted" if interrupts else "idle"
-    return ThreadStateSnapshot(
-        values=values if snapshot.config else None,
-        interrupts=interrupts,
-        status=status,
-        error=error,
-    )
+        return thread_row(snapshot, values, status="interrupted")
+    return thread_row(snapshot, values)
 
 
 @dataclass(frozen=True, kw_only=True)
