@@ -112,22 +112,23 @@ class RunManager:
             reason=RECOVERY_REASON,
             is_orphan=lambda r: everything or _lease_expired(r, now) or owner_gone(r.owner),
         )
-        for rec in recovered:
-            with contextlib.suppress(Exception):
-                await self._worker.threads.refresh(
-                    rec.thread_id,
-                    status="error",
-                    error={"error": "RunOrphaned", "message": RECOVERY_REASON},
-                )
-        await self._end_orphan_streams(recovered, RECOVERY_REASON)
+        await self._settle_orphans(recovered, RECOVERY_REASON)
         self._spawn(self._lease_loop())
 
-    async def _end_orphan_streams(self, orphans: Sequence[RunRecord], reason: str) -> None:
-        """Close what a dead owner left open, so followers of its runs (through a shared Redis
+    async def _settle_orphans(self, orphans: Sequence[RunRecord], reason: str) -> None:
+        """After the store marked runs of a dead owner ``error``: copy each thread's latest
+        state onto its row (unless another run of it is still queued: the thread stays busy),
+        and close the streams left open, so followers of those runs (through a shared Redis
         bridge, on any worker) see ``error`` and ``end`` instead of heartbeats forever."""
         bridge = self._worker.bridge
         for rec in orphans:
             log.warning("run %s on thread %s marked error: %s", rec.run_id, rec.thread_id, reason)
+            if not await self._runs.active(rec.thread_id):
+                await self._worker.threads.refresh(
+                    rec.thread_id,
+                    status="error",
+                    error={"error": "RunOrphaned", "message": reason},
+                )
             try:
                 if not await bridge.exists(rec.run_id):
                     continue
@@ -424,7 +425,7 @@ class RunManager:
                 r.run_id not in mine and (_lease_expired(r, now) or owner_gone(r.owner))
             ),
         )
-        await self._end_orphan_streams(recovered, LEASE_REASON)
+        await self._settle_orphans(recovered, LEASE_REASON)
 
     async def _renew(self) -> None:
         ids = [h.run_id for h in self._handles.values()]
