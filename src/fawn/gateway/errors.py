@@ -22,7 +22,7 @@ from fawn.sandbox.errors import (
     UnsafeUploadTarget,
     UploadTooLarge,
 )
-from fawn.store.errors import RunNotFound, StoreError, ThreadExists, ThreadNotFound
+from fawn.store.errors import StoreError, ThreadExists, ThreadNotFound
 from fawn.streams.events import StreamError
 
 log = logging.getLogger(__name__)
@@ -30,7 +30,6 @@ log = logging.getLogger(__name__)
 _STATUS: list[tuple[type[Exception], int]] = [
     (NotFound, 404),
     (ThreadNotFound, 404),
-    (RunNotFound, 404),
     (Conflict, 409),
     (ThreadExists, 409),
     (InvalidInput, 422),

@@ -24,14 +24,6 @@ class ThreadNotFound(StoreError):
         self.thread_id = thread_id
 
 
-class RunNotFound(StoreError):
-    code = "run_not_found"
-
-    def __init__(self, run_id: str) -> None:
-        super().__init__(f"run {run_id} not found")
-        self.run_id = run_id
-
-
 class RunConflict(StoreError):
     """The thread already has an active run and the request may not wait for it."""
 

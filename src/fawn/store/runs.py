@@ -208,13 +208,8 @@ class RunRepository:
             return int((await conn.execute(query)).scalar_one())
 
     async def active(self, thread_id: str) -> list[RunRecord]:
-        query = (
-            select(runs)
-            .where(runs.c.thread_id == thread_id, runs.c.status.in_(ACTIVE))
-            .order_by(runs.c.seq)
-        )
-        async with self._db.engine.connect() as conn:
-            return [_record(r) for r in (await conn.execute(query)).all()]
+        """The thread's pending and running runs, in admission order."""
+        return await self.find_active(thread_id=thread_id)
 
     async def start(self, run_id: str) -> bool:
         """pending → running. False when the run is no longer pending or another run of
@@ -346,6 +341,7 @@ class RunRepository:
         run_ids: Sequence[str] | None = None,
         status: Sequence[RunStatus] = ACTIVE,
     ) -> list[RunRecord]:
+        """Runs in ``status`` (pending or running by default), oldest first."""
         query = select(runs).where(runs.c.status.in_(list(status)))
         if thread_id is not None:
             query = query.where(runs.c.thread_id == thread_id)
