@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import httpx
 
 from tests.support.live import LiveServer
@@ -43,3 +45,24 @@ async def test_unimplemented_langgraph_routes_say_so(server: LiveServer) -> None
     )
     assert crons.json() == {"detail": "not supported by fawn: crons are not implemented"}
     assert store.json() == {"detail": "not supported by fawn: the store API is not implemented"}
+
+
+async def test_cors_origins_allow_exactly_the_configured_origins(
+    make_server: Callable[..., LiveServer],
+) -> None:
+    live = make_server(server={"cors_origins": ["http://app.example"]})
+    preflight = {"Access-Control-Request-Method": "POST"}
+    async with httpx.AsyncClient(base_url=live.url) as http:
+        allowed = await http.options(
+            "/threads", headers={"Origin": "http://app.example", **preflight}
+        )
+        refused = await http.options(
+            "/threads", headers={"Origin": "http://evil.example", **preflight}
+        )
+        simple = await http.get("/ok", headers={"Origin": "http://app.example"})
+    assert allowed.status_code == 200
+    assert allowed.headers["access-control-allow-origin"] == "http://app.example"
+    assert refused.status_code == 400
+    assert "access-control-allow-origin" not in refused.headers
+    assert simple.headers["access-control-allow-origin"] == "http://app.example"
+    assert "X-Pagination-Total" in simple.headers["access-control-expose-headers"]

@@ -6,6 +6,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
+from starlette.middleware.cors import CORSMiddleware
 
 from fawn.config.settings import AppConfig
 from fawn.gateway.errors import install_error_handlers
@@ -37,6 +38,20 @@ def create_app(config: AppConfig) -> FastAPI:
         lifespan=lifespan,
     )
     install_error_handlers(app)
+    if config.server.cors_origins:
+        # pure ASGI (no BaseHTTPMiddleware), so SSE disconnects are still seen
+        app.add_middleware(
+            CORSMiddleware,
+            allow_origins=config.server.cors_origins,
+            allow_methods=["*"],
+            allow_headers=["*"],
+            expose_headers=[
+                "Content-Location",
+                "Location",
+                "X-Pagination-Total",
+                "X-Pagination-Next",
+            ],
+        )
     for module in (system, assistants, threads, thread_stream, runs):
         app.include_router(module.router)
     app.include_router(files.router)
