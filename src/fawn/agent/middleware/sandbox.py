@@ -17,7 +17,7 @@ from fawn.agent.context import RunContext
 from fawn.agent.middleware._shared import run_context
 from fawn.agent.middleware.chain import ChainMiddleware, Placement, Stage
 from fawn.agent.state import ThreadState
-from fawn.sandbox.base import Sandbox, SandboxProvider
+from fawn.sandbox.base import SandboxProvider
 
 
 class SandboxMiddleware(ChainMiddleware):
@@ -38,16 +38,10 @@ class SandboxMiddleware(ChainMiddleware):
         sandbox = await self._provider.acquire(thread_id)
         if sandbox.id == bound:
             return None
-        if bound is not None and not _belongs_to(bound, thread_id, current):
-            # A copied or branched thread inherits its parent's binding in state. It gets its
-            # own sandbox, replacing the inherited id on purpose (the reducer would refuse a
-            # silent switch): two threads never share one environment.
-            return {"sandbox": Overwrite({"sandbox_id": sandbox.id})}
-        return {"sandbox": {"sandbox_id": sandbox.id}}
-
-
-def _belongs_to(sandbox_id: str, thread_id: str, sandbox: Sandbox | None) -> bool:
-    if sandbox is not None:
-        return sandbox.paths.thread_id == thread_id
-    # not live in this process (e.g. after a restart): local ids name their thread
-    return sandbox_id == f"local:{thread_id}"
+        if bound is None:
+            return {"sandbox": {"sandbox_id": sandbox.id}}
+        # A provider hands out one id per thread, so a different bound id was inherited: a
+        # copied or branched thread carries its parent's binding in state. It gets its own
+        # sandbox, replacing the inherited id on purpose (the reducer would refuse a silent
+        # switch): two threads never share one environment.
+        return {"sandbox": Overwrite({"sandbox_id": sandbox.id})}
