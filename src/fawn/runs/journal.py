@@ -16,7 +16,7 @@ from uuid import UUID
 from langchain_core.callbacks import BaseCallbackHandler, UsageMetadataCallbackHandler
 from langgraph.errors import GraphBubbleUp
 
-from fawn.store.runs import RunEventEntry
+from fawn.store.runs import RunEventEntry, Usage
 from fawn.store.types import utcnow
 
 
@@ -88,3 +88,15 @@ class UsageLedger(UsageMetadataCallbackHandler):
     ignore_retriever = True
     ignore_retry = True
     ignore_custom_event = True
+
+    def totals(self) -> Usage:
+        """The run's tokens, summed over every model it called."""
+        totals = {"input_tokens": 0, "output_tokens": 0, "total_tokens": 0}
+        for meta in self.usage_metadata.values():
+            for key in totals:
+                totals[key] += int(meta.get(key, 0) or 0)  # type: ignore[call-overload]
+        return Usage(
+            prompt_tokens=totals["input_tokens"],
+            completion_tokens=totals["output_tokens"],
+            total_tokens=totals["total_tokens"],
+        )

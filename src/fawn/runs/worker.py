@@ -13,7 +13,6 @@ from collections.abc import AsyncGenerator
 from dataclasses import dataclass
 from typing import Any, cast
 
-from langchain_core.callbacks import UsageMetadataCallbackHandler
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import CheckpointTuple
 from langgraph.errors import GraphRecursionError
@@ -188,7 +187,7 @@ class RunWorker:
             if outcome.error is not None:
                 await self.bridge.publish(run_id, "error", outcome.error)
             if outcome.stop_reason != "lease_lost":
-                usage = _usage(scope.usage)
+                usage = scope.usage.totals()
                 await self.runs.complete(
                     run_id,
                     thread_id,
@@ -276,18 +275,6 @@ def _close_journal(scope: _RunScope, outcome: Outcome, usage: Usage) -> list[Run
 
 def _error(exc: BaseException) -> dict[str, str]:
     return {"error": type(exc).__name__, "message": str(exc) or type(exc).__name__}
-
-
-def _usage(handler: UsageMetadataCallbackHandler) -> Usage:
-    totals = {"input_tokens": 0, "output_tokens": 0, "total_tokens": 0}
-    for meta in handler.usage_metadata.values():
-        for key in totals:
-            totals[key] += int(meta.get(key, 0) or 0)  # type: ignore[call-overload]
-    return Usage(
-        prompt_tokens=totals["input_tokens"],
-        completion_tokens=totals["output_tokens"],
-        total_tokens=totals["total_tokens"],
-    )
 
 
 def _last_ai_kwargs(values: Any) -> dict[str, Any]:
