@@ -11,6 +11,7 @@ import httpx
 import pytest
 
 from tests.support.live import LiveServer
+from tests.support.problems import problem
 
 PAYLOAD = bytes(range(256)) * 10
 SECRET_MARKERS = (b"root:", b"sk-test-secret")
@@ -188,7 +189,7 @@ async def test_unsatisfiable_range_is_416(server: LiveServer, range_header: str)
         response = await http.get(artifact_url(tid, "data.bin"), headers={"range": range_header})
     assert (response.status_code, response.json()) == (
         416,
-        {"detail": "range not satisfiable: the file has 2560 bytes"},
+        problem("range not satisfiable: the file has 2560 bytes", "range_not_satisfiable"),
     )
     assert response.headers["content-range"] == "bytes */2560"
 
@@ -229,35 +230,37 @@ async def test_missing_and_non_files_are_404(server: LiveServer) -> None:
     assert {target: (r.status_code, r.json()) for target, r in responses.items()} == {
         "mnt/user-data/outputs/nope.txt": (
             404,
-            {"detail": "/mnt/user-data/outputs/nope.txt does not exist"},
+            problem("/mnt/user-data/outputs/nope.txt does not exist", "file_not_found"),
         ),
         "mnt/user-data/outputs/folder": (
             404,
-            {"detail": "/mnt/user-data/outputs/folder is not a regular file"},
+            problem("/mnt/user-data/outputs/folder is not a regular file", "file_not_found"),
         ),
         "mnt/user-data/outputs": (
             404,
-            {"detail": "/mnt/user-data/outputs is a directory, not a file"},
+            problem("/mnt/user-data/outputs is a directory, not a file", "file_not_found"),
         ),
         "mnt/user-data/outputs/file.txt/inner": (
             404,
-            {"detail": "/mnt/user-data/outputs/file.txt/inner does not exist"},
+            problem("/mnt/user-data/outputs/file.txt/inner does not exist", "file_not_found"),
         ),
         "mnt/user-data/outputs/pipe": (
             404,
-            {"detail": "/mnt/user-data/outputs/pipe is not a regular file"},
+            problem("/mnt/user-data/outputs/pipe is not a regular file", "file_not_found"),
         ),
     }
 
 
-FORBIDDEN = {
-    "detail": "the path leaves the thread's files; artifacts must be under "
-    "/mnt/user-data/workspace, /mnt/user-data/uploads or /mnt/user-data/outputs"
-}
-NOT_SERVED = {
-    "detail": "the path is not a file of the thread; artifacts must be under "
-    "/mnt/user-data/workspace, /mnt/user-data/uploads or /mnt/user-data/outputs"
-}
+FORBIDDEN = problem(
+    "the path leaves the thread's files; artifacts must be under "
+    "/mnt/user-data/workspace, /mnt/user-data/uploads or /mnt/user-data/outputs",
+    "forbidden_path",
+)
+NOT_SERVED = problem(
+    "the path is not a file of the thread; artifacts must be under "
+    "/mnt/user-data/workspace, /mnt/user-data/uploads or /mnt/user-data/outputs",
+    "forbidden_path",
+)
 
 
 async def test_paths_leaving_user_data_are_403_without_the_bytes(

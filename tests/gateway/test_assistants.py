@@ -11,6 +11,7 @@ from langgraph_sdk.client import LangGraphClient
 from langgraph_sdk.errors import NotFoundError, UnprocessableEntityError
 
 from tests.support.live import LiveServer
+from tests.support.problems import problem
 
 # The LangGraph server's namespace for a graph's system assistant id.
 LEAD_AGENT_ID = str(uuid.uuid5(uuid.UUID("6ba7b821-9dad-11d1-80b4-00c04fd430c8"), "lead_agent"))
@@ -59,7 +60,7 @@ async def test_unknown_assistant_is_404(client: LangGraphClient, call: Any) -> N
     missing = str(uuid.uuid4())
     with pytest.raises(NotFoundError) as raised:
         await call(client, missing)
-    assert raised.value.response.json() == {"detail": f"assistant {missing} not found"}
+    assert raised.value.response.json() == problem(f"assistant {missing} not found", "not_found")
 
 
 async def test_search(client: LangGraphClient) -> None:

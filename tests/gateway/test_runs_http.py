@@ -23,6 +23,7 @@ from tests.runs.runs_helpers import (
     user,
 )
 from tests.support.live import LiveServer
+from tests.support.problems import problem
 
 LEAD_AGENT_ID = str(uuid.uuid5(uuid.UUID("6ba7b821-9dad-11d1-80b4-00c04fd430c8"), "lead_agent"))
 REPLY = "hello there friend"
@@ -44,10 +45,11 @@ async def test_unsupported_stream_mode_is_422_listing_supported(
         )
         runs = await http.get(f"/threads/{tid}/runs")
     assert response.status_code == 422
-    assert response.json() == {
-        "detail": f"unsupported stream_mode {mode}; supported: values, updates, messages, "
-        "messages-tuple, custom, debug, tasks, checkpoints"
-    }
+    assert response.json() == problem(
+        f"unsupported stream_mode {mode}; supported: values, updates, messages, "
+        "messages-tuple, custom, debug, tasks, checkpoints",
+        "invalid_input",
+    )
     assert runs.json() == []
 
 
@@ -151,7 +153,9 @@ async def test_options_we_do_not_implement_are_422_naming_the_field(
             for path in (f"/threads/{tid}/runs", f"/threads/{tid}/runs/stream", "/runs/wait")
         ]
         runs = await http.get(f"/threads/{tid}/runs")
-    assert [(r.status_code, r.json()) for r in responses] == [(422, {"detail": detail})] * 3
+    assert [(r.status_code, r.json()) for r in responses] == [
+        (422, problem(detail, "invalid_input"))
+    ] * 3
     assert runs.json() == []
 
 
@@ -162,7 +166,7 @@ async def test_stateless_runs_cannot_start_from_a_checkpoint(server: LiveServer)
         )
     assert (response.status_code, response.json()) == (
         422,
-        {"detail": "stateless runs cannot start from a checkpoint"},
+        problem("stateless runs cannot start from a checkpoint", "invalid_input"),
     )
 
 
@@ -179,5 +183,7 @@ async def test_bad_last_event_id_is_400(
         )
     assert (response.status_code, response.json()) == (
         400,
-        {"detail": "Last-Event-ID must be a non-negative integer event id, got 'abc'"},
+        problem(
+            "Last-Event-ID must be a non-negative integer event id, got 'abc'", "invalid_cursor"
+        ),
     )

@@ -7,6 +7,7 @@ from collections.abc import Callable
 import httpx
 
 from tests.support.live import LiveServer
+from tests.support.problems import problem
 
 
 async def test_ok_info_and_openapi(server: LiveServer) -> None:
@@ -25,7 +26,7 @@ async def test_unknown_route_is_404_with_detail(server: LiveServer) -> None:
     async with httpx.AsyncClient(base_url=server.url) as http:
         response = await http.get("/nope")
     assert response.status_code == 404
-    assert response.json() == {"detail": "Not Found"}
+    assert response.json() == problem("Not Found", "not_found")
 
 
 async def test_unimplemented_langgraph_routes_say_so(server: LiveServer) -> None:
@@ -38,13 +39,18 @@ async def test_unimplemented_langgraph_routes_say_so(server: LiveServer) -> None
     assert (
         commands.json()
         == events.json()
-        == {
-            "detail": "not supported by fawn: the thread-stream protocol (client.threads.stream) "
-            "is not implemented; use client.runs.stream or client.threads.join_stream"
-        }
+        == problem(
+            "not supported by fawn: the thread-stream protocol (client.threads.stream) "
+            "is not implemented; use client.runs.stream or client.threads.join_stream",
+            "not_supported",
+        )
     )
-    assert crons.json() == {"detail": "not supported by fawn: crons are not implemented"}
-    assert store.json() == {"detail": "not supported by fawn: the store API is not implemented"}
+    assert crons.json() == problem(
+        "not supported by fawn: crons are not implemented", "not_supported"
+    )
+    assert store.json() == problem(
+        "not supported by fawn: the store API is not implemented", "not_supported"
+    )
 
 
 async def test_cors_origins_allow_exactly_the_configured_origins(

@@ -11,6 +11,7 @@ from langgraph_sdk.client import LangGraphClient
 
 from fawn.testing import StubServerThread
 from tests.support.live import LiveServer
+from tests.support.problems import problem
 
 FIRST_RUN_VALUES = 6  # input, sandbox, thread_data, uploads, model, title (see tests/runs)
 
@@ -117,8 +118,9 @@ async def test_resume_with_last_event_id_and_bad_input(
         bad_cursor = await http.get(f"/threads/{tid}/stream", headers={"Last-Event-ID": "7"})
         unknown = await http.get("/threads/00000000-0000-0000-0000-000000000000/stream")
     assert bad_mode.status_code == 422
-    assert bad_mode.json() == {
-        "detail": "unsupported thread stream_mode nope; supported: run_modes, lifecycle, state_update"
-    }
+    assert bad_mode.json() == problem(
+        "unsupported thread stream_mode nope; supported: run_modes, lifecycle, state_update",
+        "invalid_input",
+    )
     assert bad_cursor.status_code == 422
     assert unknown.status_code == 404

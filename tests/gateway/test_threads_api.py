@@ -18,6 +18,7 @@ from langgraph_sdk.client import LangGraphClient
 from langgraph_sdk.errors import ConflictError, NotFoundError, UnprocessableEntityError
 
 from tests.support.live import LiveServer
+from tests.support.problems import problem
 
 # -- matchers ---------------------------------------------------------------------------------
 
@@ -66,7 +67,11 @@ TIMESTAMP = Match(_is_timestamp, "<ISO-8601 UTC timestamp>")
 def detail(text: str) -> Match:
     """An error body ``{"detail": "...text..."}``."""
     return Match(
-        lambda v: isinstance(v, dict) and set(v) == {"detail"} and text in str(v["detail"]),
+        lambda v: (
+            isinstance(v, dict)
+            and set(v) == {"detail", "code", "retryable"}
+            and text in str(v["detail"])
+        ),
         f"<{{'detail': ...{text!r}...}}>",
     )
 
@@ -251,7 +256,7 @@ async def test_create_existing_id_is_409_unless_do_nothing(
 
     with pytest.raises(ConflictError) as raised:
         await client.threads.create(thread_id=tid, metadata={"v": 2})
-    assert raised.value.response.json() == {"detail": f"thread {tid} already exists"}
+    assert raised.value.response.json() == problem(f"thread {tid} already exists", "conflict")
 
     again = await client.threads.create(
         thread_id=tid,
@@ -298,9 +303,9 @@ async def test_create_with_invalid_superstep_creates_nothing(
 async def test_create_with_ttl_is_refused_with_a_clear_message(client: LangGraphClient) -> None:
     with pytest.raises(UnprocessableEntityError) as raised:
         await client.threads.create(ttl=60)
-    assert raised.value.response.json() == {
-        "detail": "ttl: thread TTLs are not supported: threads are kept until deleted"
-    }
+    assert raised.value.response.json() == problem(
+        "ttl: thread TTLs are not supported: threads are kept until deleted", "invalid_input"
+    )
 
 
 # -- get / update / delete ------------------------------------------------------------------
@@ -310,7 +315,7 @@ async def test_get_unknown_thread_is_404(client: LangGraphClient) -> None:
     missing = str(uuid.uuid4())
     with pytest.raises(NotFoundError) as raised:
         await client.threads.get(missing)
-    assert raised.value.response.json() == {"detail": f"thread {missing} not found"}
+    assert raised.value.response.json() == problem(f"thread {missing} not found", "not_found")
 
 
 async def test_get_with_include_ttl(client: LangGraphClient, server: LiveServer) -> None:
@@ -323,7 +328,7 @@ async def test_get_with_include_ttl(client: LangGraphClient, server: LiveServer)
         response = await http.get(f"/threads/{thread['thread_id']}", params={"include": "bogus"})
     assert (response.status_code, response.json()) == (
         422,
-        {"detail": "include: unknown field(s) bogus; supported: ttl"},
+        problem("include: unknown field(s) bogus; supported: ttl", "invalid_input"),
     )
 
 
@@ -391,7 +396,7 @@ async def test_delete_unknown_thread_is_404(server: LiveServer) -> None:
         response = await http.delete("/threads/never-created")
     assert (response.status_code, response.json()) == (
         404,
-        {"detail": "thread never-created not found"},
+        problem("thread never-created not found", "not_found"),
     )
 
 
@@ -665,7 +670,7 @@ async def test_get_state_unknown_checkpoint_or_thread_is_404(client: LangGraphCl
     tid = (await client.threads.create())["thread_id"]
     await client.threads.update_state(tid, {"title": "one"})
     missing = "1f000000-0000-6000-8000-000000000000"
-    expected = {"detail": f"checkpoint {missing} not found in thread {tid}"}
+    expected = problem(f"checkpoint {missing} not found in thread {tid}", "not_found")
     with pytest.raises(NotFoundError) as raised:
         await client.threads.get_state(tid, checkpoint_id=missing)
     assert raised.value.response.json() == expected
@@ -785,9 +790,9 @@ async def test_update_state_unknown_checkpoint_or_thread_is_404(client: LangGrap
     missing = "1f000000-0000-6000-8000-000000000000"
     with pytest.raises(NotFoundError) as raised:
         await client.threads.update_state(tid, {"title": "x"}, checkpoint_id=missing)
-    assert raised.value.response.json() == {
-        "detail": f"checkpoint {missing} not found in thread {tid}"
-    }
+    assert raised.value.response.json() == problem(
+        f"checkpoint {missing} not found in thread {tid}", "not_found"
+    )
     assert (await client.threads.get_state(tid))["values"]["title"] == "one"
     with pytest.raises(NotFoundError):
         await client.threads.update_state(str(uuid.uuid4()), {"title": "x"})
@@ -864,6 +869,6 @@ async def test_history_select_and_errors(client: LangGraphClient, server: LiveSe
         by_get = await http.get(f"/threads/{tid}/history", params={"limit": 2})
     assert (zero.status_code, zero.json()) == (
         422,
-        {"detail": "limit: Input should be greater than or equal to 1"},
+        problem("limit: Input should be greater than or equal to 1", "invalid_input"),
     )
     assert (by_get.status_code, by_get.json()) == (200, history[:2])

@@ -16,6 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.support.live import LiveServer
+from tests.support.problems import ERROR_KEYS, problem
 
 # -- hand-picked cases ----------------------------------------------------------------------
 
@@ -36,7 +37,7 @@ async def test_invalid_json_body_is_422(server: LiveServer, path: str, content: 
         )
     assert response.status_code == 422
     body = response.json()
-    assert list(body) == ["detail"]
+    assert list(body) == ERROR_KEYS
     assert body["detail"].startswith("invalid JSON body: ")
 
 
@@ -46,12 +47,21 @@ async def test_missing_and_non_object_bodies_are_422(server: LiveServer) -> None
         empty = await http.post(f"/threads/{tid}/state", content=b"")
         array = await http.post("/threads/search", json=[1, 2])
         patch = await http.patch(f"/threads/{tid}", json={})
-    assert (empty.status_code, empty.json()) == (422, {"detail": "request body is required"})
+    assert (empty.status_code, empty.json()) == (
+        422,
+        problem("request body is required", "invalid_input"),
+    )
     assert (array.status_code, array.json()) == (
         422,
-        {"detail": "body: Input should be a valid dictionary or object to extract fields from"},
+        problem(
+            "body: Input should be a valid dictionary or object to extract fields from",
+            "invalid_input",
+        ),
     )
-    assert (patch.status_code, patch.json()) == (422, {"detail": "metadata: Field required"})
+    assert (patch.status_code, patch.json()) == (
+        422,
+        problem("metadata: Field required", "invalid_input"),
+    )
 
 
 @pytest.mark.parametrize(
@@ -81,7 +91,7 @@ async def test_wrong_types_are_422_naming_the_field(
     async with httpx.AsyncClient(base_url=server.url) as http:
         response = await http.post(path, json=body)
     assert response.status_code == 422
-    assert list(response.json()) == ["detail"]
+    assert list(response.json()) == ERROR_KEYS
     assert response.json()["detail"].startswith(message)
 
 
@@ -102,7 +112,10 @@ async def test_unknown_field_is_422_naming_it(
     async with httpx.AsyncClient(base_url=server.url) as http:
         tid = (await http.post("/threads", json={})).json()["thread_id"]
         response = await http.post(path.format(tid=tid), json=body)
-    assert (response.status_code, response.json()) == (422, {"detail": "bogus: unsupported field"})
+    assert (response.status_code, response.json()) == (
+        422,
+        problem("bogus: unsupported field", "invalid_input"),
+    )
 
 
 def _nested(depth: int) -> Any:
@@ -166,7 +179,7 @@ async def test_values_no_backend_can_store_are_422(
         response = await http.post(
             path.format(tid=tid), content=content, headers={"content-type": "application/json"}
         )
-    assert (response.status_code, response.json()) == (422, {"detail": message})
+    assert (response.status_code, response.json()) == (422, problem(message, "invalid_input"))
 
 
 @pytest.mark.parametrize(
@@ -190,7 +203,7 @@ async def test_nul_in_the_path_is_never_a_500(
         kwargs: dict[str, Any] = {"json": {"metadata": {}}} if method == "PATCH" else {}
         response = await http.request(method, path.format(tid=tid), **kwargs)
     assert response.status_code in (404, 422)
-    assert list(response.json()) == ["detail"]
+    assert list(response.json()) == ERROR_KEYS
 
 
 # -- fuzz -----------------------------------------------------------------------------------
@@ -249,7 +262,7 @@ def _check(response: httpx.Response) -> None:
     assert response.status_code < 500, response.text
     if response.status_code >= 400:
         body = response.json()
-        assert list(body) == ["detail"] and isinstance(body["detail"], str), body
+        assert list(body) == ERROR_KEYS and isinstance(body["detail"], str), body
 
 
 _FUZZ = settings(
@@ -303,5 +316,5 @@ async def test_json_too_deep_for_the_decoder_is_a_422(server: LiveServer) -> Non
         )
     assert (response.status_code, response.json()) == (
         422,
-        {"detail": "invalid JSON body: it could not be parsed"},
+        problem("invalid JSON body: it could not be parsed", "invalid_input"),
     )

@@ -13,6 +13,7 @@ import pytest
 from fawn.testing import StubServerThread
 from tests.conftest import base_config
 from tests.support.live import LiveServer
+from tests.support.problems import problem
 
 BOUNDARY = "fawn-test-boundary"
 MULTIPART = f"multipart/form-data; boundary={BOUNDARY}"
@@ -116,7 +117,7 @@ async def test_upload_list_and_delete(server: LiveServer) -> None:
     )
     assert (deleted_again.status_code, deleted_again.json()) == (
         404,
-        {"detail": "no upload named 'data.csv' in /mnt/user-data/uploads"},
+        problem("no upload named 'data.csv' in /mnt/user-data/uploads", "file_not_found"),
     )
     assert after.json() == {
         "files": [
@@ -201,7 +202,7 @@ async def test_a_name_that_reduces_to_nothing_is_422(server: LiveServer, name: b
     shown = name.decode()
     assert (response.status_code, response.json()) == (
         422,
-        {"detail": f"{shown!r} is not a usable file name"},
+        problem(f"{shown!r} is not a usable file name", "invalid_filename"),
     )
     assert listed.json() == {"files": [], "count": 0}
     assert os.listdir(uploads_dir(server, tid)) == []
@@ -226,10 +227,11 @@ async def test_a_symlink_in_uploads_is_never_written_through_or_listed(
         delete_link = await http.delete(f"/api/threads/{tid}/uploads/link.txt")
     assert (refused.status_code, refused.json()) == (
         409,
-        {
-            "detail": "/mnt/user-data/uploads/link.txt exists as a symbolic link; "
-            "refusing to replace it with an upload"
-        },
+        problem(
+            "/mnt/user-data/uploads/link.txt exists as a symbolic link; "
+            "refusing to replace it with an upload",
+            "unsafe_upload_target",
+        ),
     )
     assert listed.json() == {"files": [entry("ok.txt", 1)], "count": 1}
     assert delete_link.status_code == 404
@@ -247,7 +249,7 @@ async def test_unknown_thread_is_404_everywhere_and_creates_nothing(server: Live
             await http.get(f"/api/threads/{tid}/artifacts/mnt/user-data/outputs/a.txt"),
         ]
     assert [(r.status_code, r.json()) for r in responses] == [
-        (404, {"detail": f"thread {tid} not found"})
+        (404, problem(f"thread {tid} not found", "not_found"))
     ] * 4
     assert not (server.data_dir / "threads" / tid).exists()
 
@@ -298,7 +300,7 @@ async def test_malformed_upload_requests_are_422(
             f"/api/threads/{tid}/uploads", content=body, headers={"content-type": content_type}
         )
         listed = await http.get(f"/api/threads/{tid}/uploads")
-    assert (response.status_code, response.json()) == (422, {"detail": detail})
+    assert (response.status_code, response.json()) == (422, problem(detail, "invalid_input"))
     assert listed.json() == {"files": [], "count": 0}
 
 
@@ -331,7 +333,7 @@ async def test_too_many_files_is_413_and_saves_none(limited: LiveServer) -> None
         )
     assert (response.status_code, response.json()) == (
         413,
-        {"detail": "too many files: at most 2 per request (uploads.max_files)"},
+        problem("too many files: at most 2 per request (uploads.max_files)", "too_many_files"),
     )
     assert at_limit.status_code == 200
     assert sorted(os.listdir(uploads_dir(limited, tid))) == ["g0.txt", "g1.txt"]
@@ -348,10 +350,10 @@ async def test_too_large_is_413_and_leaves_nothing(limited: LiveServer, size: in
         listed = await http.get(f"/api/threads/{tid}/uploads")
     assert (response.status_code, response.json()) == (
         413,
-        {
-            "detail": "big.bin is larger than the limit of 1000 bytes per file "
-            "(uploads.max_file_bytes)"
-        },
+        problem(
+            "big.bin is larger than the limit of 1000 bytes per file (uploads.max_file_bytes)",
+            "upload_too_large",
+        ),
     )
     assert listed.json() == {"files": [], "count": 0}
     assert os.listdir(uploads_dir(limited, tid)) == []

@@ -27,6 +27,7 @@ from tests.runs.runs_helpers import (
     wait_streaming,
 )
 from tests.support.live import LiveServer
+from tests.support.problems import problem
 
 
 async def _slow_run(client: LangGraphClient, tid: str, prompt: str) -> str:
@@ -52,7 +53,7 @@ async def test_cancel_interrupt_with_wait_is_200_and_keeps_the_checkpoint(
     run = await client.runs.get(tid, run_id)
     assert (run["status"], run["stop_reason"], run["error"]) == ("interrupted", "cancelled", None)
     assert again.status_code == 404
-    assert again.json() == {"detail": f"run {run_id} has already finished (interrupted)"}
+    assert again.json() == problem(f"run {run_id} has already finished (interrupted)", "not_found")
     snapshot = await client.threads.get_state(tid)
     assert (snapshot["values"], snapshot["next"]) == (
         Lead.of(server, tid).state(human(key)),
@@ -172,7 +173,7 @@ async def test_cancel_many_needs_a_selector(server: LiveServer, client: LangGrap
     async with httpx.AsyncClient(base_url=server.url) as http:
         response = await http.post("/runs/cancel", json={})
     assert response.status_code == 422
-    assert response.json() == {"detail": "give thread_id, run_ids or status"}
+    assert response.json() == problem("give thread_id, run_ids or status", "invalid_input")
     with pytest.raises(UnprocessableEntityError):
         await client.runs.cancel_many(status="bogus")  # type: ignore[arg-type]
 

@@ -24,6 +24,7 @@ from tests.runs.runs_helpers import (
     user,
 )
 from tests.support.live import LiveServer
+from tests.support.problems import problem
 
 
 def _failing_turn(status: int) -> dict[str, Any]:
@@ -105,7 +106,7 @@ async def test_unknown_thread_is_404(client: LangGraphClient) -> None:
     missing = str(uuid.uuid4())
     with pytest.raises(NotFoundError) as caught:
         await client.runs.create(missing, "lead_agent", input=user("x"))
-    assert caught.value.body == {"detail": f"thread {missing} not found"}  # type: ignore[attr-defined]
+    assert caught.value.body == problem(f"thread {missing} not found", "not_found")  # type: ignore[attr-defined]
     with pytest.raises(NotFoundError):
         await collect(client.runs.stream(missing, "lead_agent", input=user("x")))
 
@@ -114,10 +115,11 @@ async def test_unknown_assistant_is_422(client: LangGraphClient) -> None:
     tid = await new_thread(client)
     with pytest.raises(UnprocessableEntityError) as caught:
         await client.runs.create(tid, "nobody", input=user("x"))
-    assert caught.value.body == {  # type: ignore[attr-defined]
-        "detail": "assistant 'nobody' not found; available: lead_agent "
-        "(bee7d354-5df5-5f26-a978-10ea053f620d)"
-    }
+    assert caught.value.body == problem(  # type: ignore[attr-defined]
+        "assistant 'nobody' not found; available: lead_agent "
+        "(bee7d354-5df5-5f26-a978-10ea053f620d)",
+        "invalid_input",
+    )
     assert await client.runs.list(tid) == []
 
 
@@ -131,9 +133,10 @@ async def test_unknown_model_name_is_400_listing_the_configured_ones(
     ):
         with pytest.raises(BadRequestError) as caught:
             await client.runs.create(tid, "lead_agent", input=user("x"), **kwargs)  # type: ignore[arg-type]
-        assert caught.value.body == {  # type: ignore[attr-defined]
-            "detail": "unknown model_name 'gpt-nope'; configured models: stub, stub-vision"
-        }
+        assert caught.value.body == problem(  # type: ignore[attr-defined]
+            "unknown model_name 'gpt-nope'; configured models: stub, stub-vision",
+            "unknown_model",
+        )
     assert await client.runs.list(tid) == []
 
 

@@ -27,6 +27,7 @@ from tests.runs.runs_helpers import (
     user,
 )
 from tests.support.live import LiveServer
+from tests.support.problems import problem
 
 QUESTION = {
     "type": "clarification",
@@ -273,5 +274,5 @@ async def test_bad_breakpoints_and_commands_are_422(
     tid = await new_thread(client)
     with pytest.raises(UnprocessableEntityError) as caught:
         await client.runs.create(tid, "lead_agent", **body)
-    assert caught.value.body == {"detail": message}  # type: ignore[attr-defined]
+    assert caught.value.body == problem(message, "invalid_input")  # type: ignore[attr-defined]
     assert await client.runs.list(tid) == []

@@ -1,4 +1,12 @@
-"""The one place where errors become HTTP status codes. Bodies are ``{"detail": message}``."""
+"""The one place where errors become HTTP responses.
+
+Every subsystem raises errors from its own tree, each class carrying a ``code`` (what went
+wrong, stable for programs) and ``retryable`` (whether the same request may succeed later).
+:data:`STATUS_BY_CODE` maps codes to HTTP statuses; a class whose code is not listed takes the
+status of the nearest base class whose code is. Bodies are
+``{"detail": message, "code": code, "retryable": bool}`` (LangGraph's ``detail`` plus the two
+fields a program can act on); retryable infrastructure errors (503) also carry ``Retry-After``.
+"""
 
 from __future__ import annotations
 
@@ -10,51 +18,112 @@ from fastapi.exceptions import RequestValidationError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.responses import Response
 
-from fawn.agent.errors import AgentError, NoModelConfigured, UnknownModel
+from fawn.agent.errors import AgentError
 from fawn.gateway.responses import JSON
-from fawn.runs.errors import BadRequest, Conflict, InvalidInput, NotFound, ServiceError
-from fawn.sandbox.errors import (
-    ForbiddenPath,
-    InvalidFilename,
-    NoSuchFile,
-    SandboxError,
-    TooManyFiles,
-    UnsafeUploadTarget,
-    UploadTooLarge,
-)
-from fawn.store.errors import StoreError, ThreadExists, ThreadNotFound
+from fawn.runs.errors import ServiceError
+from fawn.sandbox.errors import SandboxError
+from fawn.store.errors import StoreError
 from fawn.streams.events import StreamError
 
 log = logging.getLogger(__name__)
 
-_STATUS: list[tuple[type[Exception], int]] = [
-    (NotFound, 404),
-    (ThreadNotFound, 404),
-    (Conflict, 409),
-    (ThreadExists, 409),
-    (InvalidInput, 422),
-    (BadRequest, 400),
-    (UnknownModel, 400),
-    (NoModelConfigured, 400),
-    (StreamError, 400),
-    (NoSuchFile, 404),
-    (ForbiddenPath, 403),
-    (UploadTooLarge, 413),
-    (TooManyFiles, 413),
-    (UnsafeUploadTarget, 409),
-    (InvalidFilename, 422),
-    (SandboxError, 400),
-]
+#: code → HTTP status. The only table of its kind: add a code here when you add an error class.
+STATUS_BY_CODE: dict[str, int] = {
+    # requests that name something missing
+    "not_found": 404,
+    "thread_not_found": 404,
+    "path_not_found": 404,
+    "file_not_found": 404,
+    "stream_not_found": 404,
+    "not_supported": 404,
+    # conflicts with the current state
+    "conflict": 409,
+    "thread_exists": 409,
+    "run_conflict": 409,
+    "unsafe_upload_target": 409,
+    "stream_closed": 409,
+    # malformed or impossible requests
+    "invalid_input": 422,
+    "invalid_filename": 422,
+    "invalid_thread_id": 422,
+    "invalid_cursor": 400,
+    "bad_request": 400,
+    "unknown_model": 400,
+    "no_model_configured": 400,
+    "model_load_error": 400,
+    "agent_error": 400,
+    "sandbox_error": 400,
+    "path_outside_sandbox": 403,
+    "forbidden_path": 403,
+    "read_only_path": 403,
+    # limits
+    "upload_too_large": 413,
+    "too_many_files": 413,
+    # infrastructure: try again later
+    "sandbox_unavailable": 503,
+    "stream_unavailable": 503,
+    "stream_error": 503,
+    "store_error": 503,
+    "service_error": 500,
+}
 
+#: seconds a client should wait before retrying a 503
+RETRY_AFTER_SECONDS = 2
+
+_ROOTS: tuple[type[Exception], ...] = (
+    ServiceError,
+    StoreError,
+    AgentError,
+    StreamError,
+    SandboxError,
+)
 
 _FASTAPI_UNPARSABLE_BODY = "There was an error parsing the body"
 
+_CODE_BY_HTTP_STATUS = {
+    400: "bad_request",
+    404: "not_found",
+    405: "method_not_allowed",
+    413: "request_too_large",
+    415: "unsupported_media_type",
+    416: "range_not_satisfiable",
+}
 
-def status_for(exc: Exception) -> int:
-    for cls, status in _STATUS:
-        if isinstance(exc, cls):
-            return status
-    return 500
+
+def code_for(exc: BaseException) -> str | None:
+    """The code of the nearest class in ``exc``'s hierarchy that the table knows."""
+    for cls in type(exc).__mro__:
+        code = cls.__dict__.get("code")
+        if isinstance(code, str) and code in STATUS_BY_CODE:
+            return code
+    return None
+
+
+def status_for(exc: BaseException) -> int:
+    code = code_for(exc)
+    return 500 if code is None else STATUS_BY_CODE[code]
+
+
+def error_body(detail: str, code: str, *, retryable: bool = False) -> dict[str, Any]:
+    return {"detail": detail, "code": code, "retryable": retryable}
+
+
+def error_response(exc: BaseException) -> JSON:
+    """The response for a subsystem error (500 ``internal_error`` for anything unmapped)."""
+    code = code_for(exc)
+    if code is None:
+        log.error("unexpected error", exc_info=exc)
+        return JSON(error_body("internal error", "internal_error"), status_code=500)
+    status = STATUS_BY_CODE[code]
+    retryable = bool(getattr(exc, "retryable", False)) or status == 503
+    headers = {"Retry-After": str(RETRY_AFTER_SECONDS)} if status == 503 else None
+    if status >= 500:
+        log.warning("%s: %s", code, exc)
+    return JSON(
+        error_body(str(exc) or code, code, retryable=retryable),
+        status_code=status,
+        headers=headers,
+    )
 
 
 def _loc(loc: tuple[Any, ...]) -> str:
@@ -79,24 +148,28 @@ def validation_message(exc: RequestValidationError) -> str:
 def install_error_handlers(app: FastAPI) -> None:
     async def on_validation(_: Request, exc: Exception) -> Response:
         assert isinstance(exc, RequestValidationError)
-        return JSON({"detail": validation_message(exc)}, status_code=422)
+        return JSON(error_body(validation_message(exc), "invalid_input"), status_code=422)
 
     async def on_service(_: Request, exc: Exception) -> Response:
-        status = status_for(exc)
-        if status == 500:
-            log.exception("unexpected error", exc_info=exc)
-            return JSON({"detail": "internal error"}, status_code=500)
-        return JSON({"detail": str(exc)}, status_code=status)
+        return error_response(exc)
 
     async def on_http(_: Request, exc: Exception) -> Response:
         assert isinstance(exc, StarletteHTTPException)
         if exc.status_code == 400 and exc.detail == _FASTAPI_UNPARSABLE_BODY:
             # FastAPI's answer when the JSON decoder itself fails (e.g. nesting too deep for
             # it): a malformed body like any other, so 422 as for invalid JSON
-            return JSON({"detail": "invalid JSON body: it could not be parsed"}, status_code=422)
-        return JSON({"detail": exc.detail}, status_code=exc.status_code, headers=exc.headers)
+            return JSON(
+                error_body("invalid JSON body: it could not be parsed", "invalid_input"),
+                status_code=422,
+            )
+        code = _CODE_BY_HTTP_STATUS.get(exc.status_code, "http_error")
+        return JSON(
+            error_body(str(exc.detail), code),
+            status_code=exc.status_code,
+            headers=exc.headers,
+        )
 
     app.add_exception_handler(RequestValidationError, on_validation)
     app.add_exception_handler(StarletteHTTPException, on_http)
-    for cls in (ServiceError, StoreError, AgentError, StreamError, SandboxError):
+    for cls in _ROOTS:
         app.add_exception_handler(cls, on_service)

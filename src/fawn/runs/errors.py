@@ -13,8 +13,13 @@ class NotFound(ServiceError):
 
 
 class Conflict(ServiceError):
+    """The request conflicts with the current state (an existing id, a busy thread)."""
+
     code = "conflict"
-    retryable = True
+
+    def __init__(self, message: str, *, retryable: bool = False) -> None:
+        super().__init__(message)
+        self.retryable = retryable
 
 
 class InvalidInput(ServiceError):

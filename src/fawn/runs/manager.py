@@ -225,7 +225,7 @@ class RunManager:
                 )
             )
         except RunConflict as exc:
-            raise Conflict(str(exc)) from exc
+            raise Conflict(str(exc), retryable=True) from exc
         await self._worker.bridge.open(run_id)
         ahead = [r.run_id for r in admission.ahead]
         handle = RunHandle(
@@ -396,7 +396,9 @@ class RunManager:
     async def ensure_idle_for_update(self, thread_id: str) -> None:
         await self._worker.threads.get(thread_id)
         if await self._runs.active(thread_id):
-            raise Conflict(f"thread {thread_id} has an active run; state updates must wait")
+            raise Conflict(
+                f"thread {thread_id} has an active run; state updates must wait", retryable=True
+            )
 
     # -- leases ------------------------------------------------------------------------------
 

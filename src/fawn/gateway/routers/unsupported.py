@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from fastapi import APIRouter, Request, Response
 
+from fawn.gateway.errors import error_body
 from fawn.gateway.responses import JSON
 
 router = APIRouter(tags=["unsupported"], include_in_schema=False)
@@ -17,7 +18,9 @@ _WHAT = {
 
 
 def _refuse(key: str) -> Response:
-    return JSON({"detail": f"not supported by fawn: {_WHAT[key]}"}, status_code=404)
+    return JSON(
+        error_body(f"not supported by fawn: {_WHAT[key]}", "not_supported"), status_code=404
+    )
 
 
 @router.api_route("/threads/{thread_id}/commands", methods=["POST"])
