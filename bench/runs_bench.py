@@ -34,7 +34,10 @@ import httpx
 import yaml
 from langgraph_sdk import get_client
 
-from fawn.testing import StubServerThread, run_in_thread
+# The scripted OpenAI stub lives in the test suite: make the repository root importable when
+# this file runs as a script (``python bench/runs_bench.py``).
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from tests.support.openai_stub import StubServerThread, run_in_thread
 
 ANSWER_KEY = "bench-answer"
 BASH_KEY = "bench-bash"

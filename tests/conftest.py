@@ -15,8 +15,8 @@ import pytest
 from langgraph_sdk import get_client
 from langgraph_sdk.client import LangGraphClient
 
-from fawn.testing import StubServerThread, run_in_thread
 from tests.support.live import LiveServer
+from tests.support.openai_stub import StubServerThread, run_in_thread
 from tests.support.pg import create_database, drop_database
 
 BACKENDS = ["sqlite", "postgres"]

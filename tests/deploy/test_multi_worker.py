@@ -14,8 +14,8 @@ import redis.asyncio as aioredis
 from langgraph_sdk import get_client
 from langgraph_sdk.client import LangGraphClient
 
-from fawn.testing import StubServerThread
 from tests.support.live import LiveServer
+from tests.support.openai_stub import StubServerThread
 
 pytestmark = [pytest.mark.postgres, pytest.mark.redis]
 

@@ -1,7 +1,7 @@
 """The lead agent end to end: langgraph_sdk → live server → real ChatOpenAI → scripted stub
 model calling the real tools in a real bubblewrap sandbox.
 
-Each test scripts the model's tool calls (see fawn.testing.openai_stub) and asserts what the
+Each test scripts the model's tool calls (see tests.support.openai_stub) and asserts what the
 tools answered (ToolMessages), what the state holds and what is on disk.
 """
 
@@ -17,8 +17,8 @@ import pytest
 from langgraph_sdk import get_client
 from langgraph_sdk.client import LangGraphClient
 
-from fawn.testing import StubServerThread
 from tests.support.live import LiveServer
+from tests.support.openai_stub import StubServerThread
 
 pytestmark = pytest.mark.bwrap
 

@@ -7,9 +7,9 @@ from typing import Any
 import httpx
 from langgraph_sdk.client import LangGraphClient
 
-from fawn.testing import StubServerThread
 from tests.runs.runs_helpers import ANY_INT, ANY_ISO
 from tests.support.live import LiveServer
+from tests.support.openai_stub import StubServerThread
 
 
 def user(text: str) -> dict[str, Any]:

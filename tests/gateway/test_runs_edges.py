@@ -5,8 +5,8 @@ from __future__ import annotations
 import httpx
 from langgraph_sdk.client import LangGraphClient
 
-from fawn.testing import StubServerThread
 from tests.support.live import LiveServer
+from tests.support.openai_stub import StubServerThread
 
 
 async def test_ids_with_nul_are_unknown_not_server_errors(

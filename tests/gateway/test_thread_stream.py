@@ -9,8 +9,8 @@ from typing import Any
 import httpx
 from langgraph_sdk.client import LangGraphClient
 
-from fawn.testing import StubServerThread
 from tests.support.live import LiveServer
+from tests.support.openai_stub import StubServerThread
 from tests.support.problems import problem
 
 FIRST_RUN_VALUES = 6  # input, sandbox, thread_data, uploads, model, title (see tests/runs)

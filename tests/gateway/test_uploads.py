@@ -10,9 +10,9 @@ from pathlib import Path
 import httpx
 import pytest
 
-from fawn.testing import StubServerThread
 from tests.conftest import base_config
 from tests.support.live import LiveServer
+from tests.support.openai_stub import StubServerThread
 from tests.support.problems import problem
 
 BOUNDARY = "fawn-test-boundary"

@@ -11,7 +11,6 @@ import pytest
 from langgraph_sdk import get_client
 from langgraph_sdk.client import LangGraphClient
 
-from fawn.testing import StubServerThread
 from tests.conftest import base_config
 from tests.runs.runs_helpers import (
     Event,
@@ -33,6 +32,7 @@ from tests.runs.runs_helpers import (
     user,
 )
 from tests.support.live import LiveServer
+from tests.support.openai_stub import StubServerThread
 
 GAP_HINT = "reload durable state (threads.get_state / runs.get) and rejoin from the latest id"
 RETENTION = 5

@@ -10,7 +10,7 @@ import httpx
 import pytest
 from langchain_openai import ChatOpenAI
 
-from fawn.testing import OpenAIStub
+from tests.support.openai_stub import OpenAIStub
 
 
 @pytest.fixture(scope="session")

@@ -17,7 +17,8 @@ from langchain_core.runnables import Runnable
 from langchain_core.tools import tool
 from langchain_openai import ChatOpenAI
 
-from fawn.testing import OpenAIStub, ScriptRegistry
+from tests.support.openai_stub import OpenAIStub
+from tests.support.registry import ScriptRegistry
 
 Chat = Callable[..., ChatOpenAI]
 

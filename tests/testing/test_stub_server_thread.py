@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from pathlib import Path
 
 import httpx
 import pytest
 from langchain_openai import ChatOpenAI
 
-from fawn.testing import StubServerThread, run_in_thread
+from tests.support.openai_stub import StubServerThread, run_in_thread
+
+REPO = Path(__file__).resolve().parents[2]
 
 
 def test_thread_serves_sync_clients() -> None:
@@ -45,8 +48,8 @@ def test_thread_start_errors_reach_the_caller() -> None:
 
 
 def test_command_line_prints_the_base_url_and_serves() -> None:
-    command = [sys.executable, "-W", "error", "-m", "fawn.testing.openai_stub", "--port", "0"]
-    with subprocess.Popen(command, stdout=subprocess.PIPE, text=True) as process:
+    command = [sys.executable, "-W", "error", "-m", "tests.support.openai_stub", "--port", "0"]
+    with subprocess.Popen(command, stdout=subprocess.PIPE, text=True, cwd=REPO) as process:
         try:
             assert process.stdout is not None
             base_url = process.stdout.readline().strip()

@@ -1,9 +1,12 @@
-"""Test doubles for fawn: a scripted OpenAI-compatible server and a scripted chat model.
+"""Test doubles shipped with fawn: a scripted chat model and its script format.
 
-Only tests and benchmarks import this package; the product never does (import-linter
-contract in pyproject.toml). Names are imported lazily so that
-``python -m fawn.testing.openai_stub`` does not import its own module twice, and a benchmark
-using only the stub does not pay for langchain_core.
+LangChain ships its fake chat models in the package; fawn does the same with
+:class:`ScriptedChatModel` (configure it under ``models:`` with
+``use: fawn.testing.fake_model:ScriptedChatModel``). The scripted OpenAI-compatible HTTP
+server lives in the test suite (``tests/support/openai_stub.py``), not in the installed
+package. The product never imports this package (import-linter contract in pyproject.toml).
+Names are imported lazily so that importing the script format does not pay for
+langchain_core.
 """
 
 from __future__ import annotations
@@ -13,8 +16,6 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from fawn.testing.fake_model import ScriptedChatModel, ScriptedModelError
-    from fawn.testing.openai_stub import OpenAIStub, StubServerThread, run_in_thread
-    from fawn.testing.registry import Script, ScriptRegistry
     from fawn.testing.script import (
         ErrorSpec,
         ScriptedError,
@@ -28,11 +29,6 @@ if TYPE_CHECKING:
 _HOMES = {
     "ScriptedChatModel": "fake_model",
     "ScriptedModelError": "fake_model",
-    "OpenAIStub": "openai_stub",
-    "StubServerThread": "openai_stub",
-    "run_in_thread": "openai_stub",
-    "Script": "registry",
-    "ScriptRegistry": "registry",
     "ErrorSpec": "script",
     "ScriptedError": "script",
     "ScriptedToolCall": "script",
@@ -44,19 +40,14 @@ _HOMES = {
 
 __all__ = [
     "ErrorSpec",
-    "OpenAIStub",
-    "Script",
     "ScriptError",
-    "ScriptRegistry",
     "ScriptedChatModel",
     "ScriptedError",
     "ScriptedModelError",
     "ScriptedToolCall",
-    "StubServerThread",
     "ToolCallSpec",
     "Turn",
     "TurnSpec",
-    "run_in_thread",
 ]
 
 

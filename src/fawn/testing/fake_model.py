@@ -1,10 +1,10 @@
 """`ScriptedChatModel`: an in-process chat model that answers from a script.
 
-It follows the same rules as `fawn.testing.openai_stub`: the turn answered is chosen by the
-number of `AIMessage`s in the input (so it is stateless, survives graph re-invocations and
-checkpoint resumes), turns use the format of `fawn.testing.script`, and streamed answers come
-word by word, tool calls as ``tool_call_chunks``, so LangGraph's ``stream_mode="messages"``
-sees real tokens.
+It follows the same rules as the test suite's OpenAI stub (``tests/support/openai_stub.py``):
+the turn answered is chosen by the number of `AIMessage`s in the input (so it is stateless,
+survives graph re-invocations and checkpoint resumes), turns use the format of
+`fawn.testing.script`, and streamed answers come word by word, tool calls as
+``tool_call_chunks``, so LangGraph's ``stream_mode="messages"`` sees real tokens.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The Starlette application behind `fawn.testing.openai_stub` (rules are documented there)."""
+"""The Starlette application behind `tests.support.openai_stub` (rules are documented there)."""
 
 from __future__ import annotations
 
@@ -14,20 +14,20 @@ from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
-from fawn.testing.openai_request import (
+from fawn.testing.script import ScriptedError, ScriptError
+from tests.support.openai_request import (
     DEFAULT_MODEL,
     BadRequest,
     choose_reply,
     read_chat_request,
 )
-from fawn.testing.openai_wire import (
+from tests.support.openai_wire import (
     Completion,
     completion_body,
     error_body,
     stream_frames,
 )
-from fawn.testing.registry import ScriptRegistry
-from fawn.testing.script import ScriptedError, ScriptError
+from tests.support.registry import ScriptRegistry
 
 _JSON = "application/json"
 _NOT_JSON = "request body is not valid JSON"

@@ -1,6 +1,6 @@
 """Scripts registered by key, and the request bodies each key has received.
 
-Thread-safe: `fawn.testing.openai_stub.StubServerThread` serves from its own thread while the
+Thread-safe: `tests.support.openai_stub.StubServerThread` serves from its own thread while the
 test thread registers scripts. Matching reads an immutable snapshot, so the hot path takes no
 lock.
 """

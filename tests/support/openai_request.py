@@ -6,8 +6,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from fawn.testing.registry import Script, ScriptRegistry
 from fawn.testing.script import Turn, count_tokens, turn_at
+from tests.support.registry import Script, ScriptRegistry
 
 DEFAULT_REPLY = "stub reply"
 DEFAULT_TITLE = "Stub Title"
@@ -33,7 +33,7 @@ class ChatRequest:
 
     @property
     def looks_like_title_request(self) -> bool:
-        """A tool-less request that talks about a title (see `fawn.testing.openai_stub`)."""
+        """A tool-less request that talks about a title (see `tests.support.openai_stub`)."""
         return not self.has_tools and self.mentions_title
 
 
@@ -99,7 +99,7 @@ def message_text(content: Any) -> str:
 
 
 def choose_reply(registry: ScriptRegistry, request: ChatRequest) -> Reply:
-    """Apply the scripting rules of `fawn.testing.openai_stub` to one request."""
+    """Apply the scripting rules of `tests.support.openai_stub` to one request."""
     script = registry.match(request.first_user_text)
     if script is None:
         content = DEFAULT_TITLE if request.looks_like_title_request else DEFAULT_REPLY

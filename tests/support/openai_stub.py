@@ -35,7 +35,7 @@ Running it
     In the test's event loop: ``stub = OpenAIStub(); await stub.start()``, then
     ``stub.base_url``, ``stub.add_script(...)``, ``await stub.stop()`` (or ``async with``).
     From sync code or a benchmark: ``with StubServerThread() as stub: ...``.
-    Standalone: ``python -m fawn.testing.openai_stub --port N`` prints the base URL.
+    Standalone: ``python -m tests.support.openai_stub --port N`` prints the base URL.
 """
 
 from __future__ import annotations
@@ -52,9 +52,9 @@ from typing import Any, Self
 
 import uvicorn
 
-from fawn.testing.openai_app import create_app
-from fawn.testing.registry import Script, ScriptRegistry
 from fawn.testing.script import Turn, TurnSpec
+from tests.support.openai_app import create_app
+from tests.support.registry import Script, ScriptRegistry
 
 # The fawn server's own default port; a stub there would shadow a developer's server.
 RESERVED_PORT = 2024
@@ -294,7 +294,7 @@ async def _serve_until_signalled(host: str, port: int) -> None:
 
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(
-        prog="python -m fawn.testing.openai_stub",
+        prog="python -m tests.support.openai_stub",
         description="Serve the scripted OpenAI-compatible stub; prints its base URL.",
     )
     parser.add_argument("--host", default="127.0.0.1")
