@@ -42,7 +42,7 @@ class LiveServer:
     def data_dir(self) -> Path:
         return Path(self.config["data_dir"])
 
-    def start(self, timeout: float = 60.0) -> LiveServer:
+    def start(self, timeout: float = 240.0) -> LiveServer:
         self.config_path.write_text(yaml.safe_dump(self.config), encoding="utf-8")
         self.port = free_port()
         env = {k: v for k, v in os.environ.items() if not k.startswith("FAWN_")}
