@@ -24,6 +24,7 @@ from typing import Any
 import httpx
 from langgraph_sdk.client import LangGraphClient
 
+from fawn.client.auth import auth_headers
 from fawn.client.transport import InProcessTransport, asgi_lifespan
 from fawn.config import AppConfig, find_config_path, load_config
 from fawn.gateway.app import create_app
@@ -46,10 +47,6 @@ def load_app_config(
         overrides["data_dir"] = str(chosen_dir)
     path = find_config_path(Path(config) if config is not None else None, os.environ, Path.cwd())
     return load_config(path, os.environ, overrides or None)
-
-
-def auth_headers(api_key: str | None) -> dict[str, str]:
-    return {"Authorization": f"Bearer {api_key}"} if api_key else {}
 
 
 @asynccontextmanager

@@ -112,7 +112,8 @@ class _Exchange:
 
     async def started(self, task: asyncio.Task[None]) -> tuple[int, list[tuple[bytes, bytes]]]:
         """The status and headers, once sent; the app's exception if it failed first."""
-        await asyncio.wait({self._start, task}, return_when=asyncio.FIRST_COMPLETED)
+        waiting: set[asyncio.Future[Any]] = {self._start, task}
+        await asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED)
         if self._start.done():
             return self._start.result()
         task.result()  # re-raises the app's exception
@@ -185,7 +186,11 @@ async def asgi_lifespan(app: ASGIApp) -> AsyncIterator[None]:
     inbox: asyncio.Queue[Message] = asyncio.Queue()
     replies: asyncio.Queue[Message] = asyncio.Queue()
     scope = {"type": "lifespan", "asgi": {"version": "3.0", "spec_version": "2.0"}, "state": {}}
-    task = asyncio.create_task(app(scope, inbox.get, replies.put), name="asgi lifespan")
+
+    async def serve() -> None:
+        await app(scope, inbox.get, replies.put)
+
+    task = asyncio.create_task(serve(), name="asgi lifespan")
     try:
         await inbox.put({"type": "lifespan.startup"})
         await _expect(task, replies, "lifespan.startup.complete")
@@ -202,8 +207,9 @@ async def asgi_lifespan(app: ASGIApp) -> AsyncIterator[None]:
 
 async def _expect(task: asyncio.Task[None], replies: asyncio.Queue[Message], wanted: str) -> None:
     reply = asyncio.ensure_future(replies.get())
+    waiting: set[asyncio.Future[Any]] = {reply, task}
     try:
-        await asyncio.wait({reply, task}, return_when=asyncio.FIRST_COMPLETED)
+        await asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED)
     finally:
         if not reply.done():
             reply.cancel()
