@@ -18,7 +18,7 @@ from typing import Any
 import httpx
 from langgraph_sdk.client import LangGraphClient
 from langgraph_sdk.errors import APIStatusError
-from langgraph_sdk.schema import Command
+from langgraph_sdk.schema import Command, RunCreateMetadata
 
 from fawn.cli.connect import CliError, add_connection_args, open_client
 from fawn.cli.follow import STREAM_MODES, RunOutcome, follow_run
@@ -121,12 +121,16 @@ async def stream_run(
     """Run and follow; Ctrl-C cancels the run (then waits for its end), a second one raises
     `Abandoned`. None when the run was cancelled from here."""
     created: dict[str, str] = {}
+    known = asyncio.Event()
+
+    def on_created(meta: RunCreateMetadata) -> None:
+        created["run_id"] = meta["run_id"]
+        known.set()
 
     async def cancel() -> None:
-        run_id = created.get("run_id")
-        if run_id:
-            view.note("cancelling the run (Ctrl-C again to stop waiting)…", error=True)
-            await client.runs.cancel(thread_id, run_id, action="interrupt")
+        view.note("cancelling the run (Ctrl-C again to stop waiting)…", error=True)
+        await known.wait()  # a Ctrl-C before the server answered still reaches the run
+        await client.runs.cancel(thread_id, created["run_id"], action="interrupt")
 
     parts = client.runs.stream(
         thread_id,
@@ -137,7 +141,7 @@ async def stream_run(
         stream_resumable=True,
         multitask_strategy="reject",
         config={"configurable": configurable},
-        on_run_created=lambda meta: created.update(run_id=meta["run_id"]),
+        on_run_created=on_created,
     )
     task = asyncio.ensure_future(follow_run(parts, view))
     interrupts = Interrupts(task, cancel)
