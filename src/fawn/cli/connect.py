@@ -41,14 +41,18 @@ def add_connection_args(parser: argparse.ArgumentParser) -> None:
 
 def server_url(config: AppConfig) -> str:
     """The URL of the server this configuration describes."""
-    host = config.server.host
+    return page_url(config.server.host, config.server.port).rstrip("/")
+
+
+def page_url(host: str, port: int) -> str:
+    """Where a browser on this machine finds the page of a server bound to ``host:port``."""
     if host in ("0.0.0.0", ""):
         host = "127.0.0.1"
     elif host == "::":
         host = "::1"
     if ":" in host:
         host = f"[{host}]"
-    return f"http://{host}:{config.server.port}"
+    return f"http://{host}:{port}/"
 
 
 @asynccontextmanager

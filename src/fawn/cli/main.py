@@ -15,6 +15,7 @@ from typing import Any
 
 from fawn.cli import chat as chat_cli
 from fawn.cli import run as run_cli
+from fawn.cli.connect import page_url
 from fawn.config import AppConfig, ConfigError, find_config_path, load_config
 
 
@@ -101,6 +102,7 @@ def serve(config: AppConfig, log_level: str) -> None:
     sock = _bind(config.server.host, config.server.port)
     host, port = sock.getsockname()[:2]
     print(f"fawn: serving on http://{host}:{port} (data: {config.data_dir})", flush=True)
+    print(f"fawn: open {page_url(host, port)} in a browser to chat", flush=True)
     uv_config = uvicorn.Config(
         create_app(config),
         log_level=log_level,
