@@ -11,8 +11,8 @@ from typing import Any
 
 import yaml
 
-from fawn.testing import StubServerThread
 from tests.conftest import base_config
+from tests.support.openai_stub import StubServerThread
 
 FAWN = [sys.executable, "-m", "fawn.cli.main"]
 

@@ -13,9 +13,9 @@ from pathlib import Path
 import httpx
 import pytest
 
-from fawn.testing import StubServerThread
 from tests.cli.cli_helpers import FAWN, call, clean_env, write_config
 from tests.support.live import LiveServer
+from tests.support.openai_stub import StubServerThread
 
 pytestmark = pytest.mark.bwrap
 

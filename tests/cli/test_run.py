@@ -12,9 +12,9 @@ from pathlib import Path
 import httpx
 import pytest
 
-from fawn.testing import StubServerThread
 from tests.cli.cli_helpers import FAWN, call, clean_env, fawn, write_config
 from tests.support.live import LiveServer, free_port
+from tests.support.openai_stub import StubServerThread
 
 pytestmark = pytest.mark.bwrap
 

@@ -20,9 +20,9 @@ from langgraph_sdk.client import LangGraphClient
 
 import fawn
 from fawn.store.lock import DataDirInUse
-from fawn.testing import StubServerThread
 from tests.conftest import base_config
 from tests.support.live import LiveServer
+from tests.support.openai_stub import StubServerThread
 
 
 @pytest.fixture(params=["embedded", "remote"])

@@ -12,8 +12,8 @@ import httpx
 import pytest
 from playwright.sync_api import Page, Route, expect
 
-from fawn.testing import StubServerThread
 from tests.support.live import LiveServer
+from tests.support.openai_stub import StubServerThread
 from tests.web.proxy import CuttableProxy
 
 pytestmark = pytest.mark.bwrap
