@@ -19,7 +19,7 @@ system-deps:
 	@scripts/system-deps
 
 run: setup
-	@scripts/system-deps || true
+	@scripts/system-deps --run-only || true
 	$(BIN)/fawn serve $(ARGS)
 
 test: setup system-deps

@@ -13,6 +13,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from fawn.cli import chat as chat_cli
+from fawn.cli import run as run_cli
+from fawn.cli.connect import page_url
 from fawn.config import AppConfig, ConfigError, find_config_path, load_config
 
 
@@ -45,6 +48,9 @@ def _parser() -> argparse.ArgumentParser:
         choices=["debug", "info", "warning", "error", "critical"],
         help="server log level (default info)",
     )
+
+    run_cli.add_parser(sub, common)
+    chat_cli.add_parser(sub, common)
 
     db = sub.add_parser("db", help="database maintenance")
     db_sub = db.add_subparsers(dest="db_command", required=True)
@@ -96,6 +102,7 @@ def serve(config: AppConfig, log_level: str) -> None:
     sock = _bind(config.server.host, config.server.port)
     host, port = sock.getsockname()[:2]
     print(f"fawn: serving on http://{host}:{port} (data: {config.data_dir})", flush=True)
+    print(f"fawn: open {page_url(host, port)} in a browser to chat", flush=True)
     uv_config = uvicorn.Config(
         create_app(config),
         log_level=log_level,
@@ -121,8 +128,11 @@ def db_upgrade(config: AppConfig) -> None:
 
 def main(argv: Sequence[str] | None = None) -> None:
     args = _parser().parse_args(argv)
+    # run and chat print their own output; the library's INFO logs would interleave with it
+    quiet = args.command in ("run", "chat")
     logging.basicConfig(
-        level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+        level=logging.WARNING if quiet else logging.INFO,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
     try:
         config = _config(args)
@@ -133,6 +143,10 @@ def main(argv: Sequence[str] | None = None) -> None:
         serve(config, args.log_level)
     elif args.command == "db":
         db_upgrade(config)
+    elif args.command == "run":
+        raise SystemExit(run_cli.main(args, config))
+    elif args.command == "chat":
+        raise SystemExit(chat_cli.main(args, config))
 
 
 if __name__ == "__main__":

@@ -20,6 +20,7 @@ from fawn.gateway.routers import (
     thread_stream,
     threads,
     unsupported,
+    web,
 )
 from fawn.gateway.services import open_services
 
@@ -58,4 +59,5 @@ def create_app(config: AppConfig) -> FastAPI:
     app.include_router(models.router)
     app.include_router(run_events.router)
     app.include_router(unsupported.router)
+    app.include_router(web.router)
     return app

@@ -17,6 +17,7 @@ from fawn.runs.worker import RunWorker
 from fawn.sandbox.local import LocalSandboxProvider
 from fawn.store.checkpoints import Saver, open_checkpointer
 from fawn.store.database import Database
+from fawn.store.lock import hold_data_dir
 from fawn.store.runs import RunRepository
 from fawn.store.threads import ThreadRepository
 from fawn.streams.bridge import StreamBridge
@@ -43,6 +44,9 @@ async def open_services(config: AppConfig) -> AsyncIterator[Services]:
     data_dir.mkdir(parents=True, exist_ok=True)
     async with AsyncExitStack() as stack:
         db = Database.from_settings(config.database, data_dir)
+        if not db.is_postgres:
+            # SQLite and the memory bridge are one process's: refuse a second owner.
+            stack.enter_context(hold_data_dir(data_dir))
         stack.push_async_callback(db.dispose)
         await db.migrate()
         saver = await stack.enter_async_context(open_checkpointer(config.database, data_dir))
