@@ -66,6 +66,8 @@ def base_config(stub: StubServerThread, data_dir: Path, **overrides: Any) -> dic
             },
         ],
         "streams": {"heartbeat_seconds": 15.0},
+        # stopping a test server drains it: keep that short
+        "runs": {"drain_seconds": 3.0},
     }
     for key, value in overrides.items():
         if isinstance(value, dict) and isinstance(config.get(key), dict):

@@ -309,7 +309,7 @@ def test_db_upgrade_on_a_fresh_data_dir(tmp_path: Path) -> None:
     assert (first.returncode, first.stdout) == (0, "fawn: database is up to date\n")
     # One line saying what changed; none of Alembic's start-up chatter.
     assert first.stderr.endswith(
-        "INFO fawn.store.database: database schema upgraded from empty to 0002\n"
+        "INFO fawn.store.database: database schema upgraded from empty to 0003\n"
     )
     assert first.stderr.count("\n") == 1
     assert (again.returncode, again.stdout, again.stderr) == (
@@ -321,7 +321,7 @@ def test_db_upgrade_on_a_fresh_data_dir(tmp_path: Path) -> None:
         tables = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
         version = db.execute("SELECT version_num FROM alembic_version").fetchall()
     assert {"threads", "runs", "run_events", "alembic_version"} <= tables
-    assert version == [("0002",)]
+    assert version == [("0003",)]
 
 
 def test_config_errors_stop_the_cli_with_the_message(tmp_path: Path) -> None:

@@ -30,7 +30,12 @@ async def pair(
     shared: dict[str, Any] = {
         "database": {"url": pg_url},
         "streams": {"backend": "redis", "redis_url": REDIS_URL, "redis_prefix": prefix},
-        "runs": {"lease_seconds": 1.0, "sweep_seconds": 0.5},
+        "runs": {
+            "renew_seconds": 0.2,
+            "outage_tolerance_seconds": 1.0,
+            "sweep_seconds": 0.3,
+            "lease_seconds": 2.0,
+        },
     }
     # one data dir: thread workspaces live on storage both workers see
     a = make_server(tmp_path / "a", data_dir=str(tmp_path / "shared-data"), **shared)

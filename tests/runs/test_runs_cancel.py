@@ -151,7 +151,7 @@ async def test_cancel_a_queued_run_before_it_starts(
 async def test_cancel_many_by_thread_and_by_run_ids(
     client: LangGraphClient, stub: Any, key: str
 ) -> None:
-    script(stub, key, slow_turn())
+    script(stub, key, slow_turn(400))  # still running when the test cancels it, under load
     one, two, three = [await new_thread(client) for _ in range(3)]
     run_one = await _slow_run(client, one, key)
     run_two = await _slow_run(client, two, key)

@@ -109,7 +109,12 @@ async def test_a_peer_recovers_the_runs_of_a_dead_worker(
 ) -> None:
     """Two gateways share PostgreSQL; one dies mid-run and stays dead. The survivor's sweep
     marks the orphan ``error`` (short lease and sweep here) and the thread takes new runs."""
-    short = {"lease_seconds": 1, "sweep_seconds": 0.5}
+    short = {
+        "renew_seconds": 0.2,
+        "outage_tolerance_seconds": 1.0,
+        "sweep_seconds": 0.3,
+        "lease_seconds": 2.0,
+    }
     doomed = make_server(database={"url": fresh_pg}, runs=short)
     survivor = make_server(database={"url": fresh_pg}, runs=short)
     script(stub, key, slow_turn(20))

@@ -94,7 +94,16 @@ def _bind(host: str, port: int) -> socket.socket:
     return sock
 
 
+#: after the drain, how long the HTTP server waits for connections still open (idle
+#: keep-alives, released streams) before closing them
+_CLOSE_SECONDS = 5
+
+
 def serve(config: AppConfig, log_level: str) -> None:
+    """Serve until SIGTERM/SIGINT. The first signal drains (see ``fawn.runs.lifecycle``):
+    no new runs, running ones finish (up to ``runs.drain_seconds``), queued ones are left
+    to the other workers, streams end properly; then the HTTP server stops. A second
+    signal stops at once."""
     import uvicorn
 
     from fawn.gateway.app import create_app
@@ -103,13 +112,42 @@ def serve(config: AppConfig, log_level: str) -> None:
     host, port = sock.getsockname()[:2]
     print(f"fawn: serving on http://{host}:{port} (data: {config.data_dir})", flush=True)
     print(f"fawn: open {page_url(host, port)} in a browser to chat", flush=True)
+    app = create_app(config)
     uv_config = uvicorn.Config(
-        create_app(config),
-        log_level=log_level,
-        access_log=False,
-        timeout_graceful_shutdown=5,
+        app, log_level=log_level, access_log=False, timeout_graceful_shutdown=_CLOSE_SECONDS
     )
-    uvicorn.Server(uv_config).run(sockets=[sock])
+
+    class DrainingServer(uvicorn.Server):
+        """uvicorn, whose first exit signal drains fawn before the HTTP server stops."""
+
+        drain_requested = False
+        drain: asyncio.Task[None] | None = None
+
+        def handle_exit(self, sig: int, frame: Any) -> None:
+            if self.drain_requested or not self.started:
+                super().handle_exit(sig, frame)
+                return
+            self.drain_requested = True
+            self._captured_signals.append(sig)  # re-raised at exit, as uvicorn does
+
+        async def on_tick(self, counter: int) -> bool:
+            if self.drain_requested and self.drain is None:
+                self.drain = asyncio.create_task(_drain(app), name="fawn-drain")
+            if self.drain is not None and self.drain.done():
+                return True
+            return await super().on_tick(counter)
+
+    DrainingServer(uv_config).run(sockets=[sock])
+
+
+async def _drain(app: Any) -> None:
+    services = getattr(app.state, "services", None)
+    if services is None:
+        return
+    try:
+        await services.lifecycle.drain()
+    except Exception:
+        logging.getLogger(__name__).exception("drain failed; stopping anyway")
 
 
 def db_upgrade(config: AppConfig) -> None:

@@ -50,6 +50,9 @@ class StreamSettings(_Section):
     retention_events: int = Field(default=10_000, ge=1)
     heartbeat_seconds: float = Field(default=15.0, gt=0)
     cleanup_delay_seconds: float = Field(default=300.0, ge=0)
+    #: how long a finishing run keeps trying to deliver its last events (``end``) while the
+    #: backend is unreachable; followers read the ending from the run record after that
+    publish_retry_seconds: float = Field(default=30.0, ge=0)
 
 
 class SandboxSettings(_Section):
@@ -132,8 +135,35 @@ class UploadSettings(_Section):
 
 
 class RunSettings(_Section):
-    lease_seconds: float = Field(default=30.0, gt=0)
+    """The run lifecycle: concurrency, ownership across workers, notifications, drain.
+
+    A worker renews its heartbeat every ``renew_seconds``. A peer declares it dead when it has
+    watched that heartbeat stand still for ``lease_seconds`` while the peer itself reached the
+    database (an outage everyone shares kills nothing). A worker that cannot renew for
+    ``outage_tolerance_seconds`` stops its runs itself, so it is never still running when a
+    peer takes over: ``lease_seconds`` must exceed the tolerance plus one renewal and one sweep.
+    """
+
+    max_concurrent: int = Field(default=16, ge=1)
+    renew_seconds: float = Field(default=5.0, gt=0)
+    lease_seconds: float = Field(default=90.0, gt=0)
+    outage_tolerance_seconds: float = Field(default=60.0, gt=0)
     sweep_seconds: float = Field(default=10.0, gt=0)
+    poll_seconds: float = Field(default=5.0, gt=0)
+    drain_seconds: float = Field(default=30.0, ge=0)
+    stop_wait_seconds: float = Field(default=10.0, ge=0)
+
+    @model_validator(mode="after")
+    def _lease_outlasts_tolerance(self) -> RunSettings:
+        floor = self.outage_tolerance_seconds + self.renew_seconds + self.sweep_seconds
+        if self.lease_seconds <= floor:
+            raise ValueError(
+                f"runs.lease_seconds ({self.lease_seconds:g}) must exceed "
+                "runs.outage_tolerance_seconds + runs.renew_seconds + runs.sweep_seconds "
+                f"({floor:g}): a worker cut off from the database must stop its runs before "
+                "a peer may declare it dead"
+            )
+        return self
 
 
 class AppConfig(_Section):

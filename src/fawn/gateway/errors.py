@@ -22,6 +22,7 @@ from fawn.agent.errors import AgentError
 from fawn.gateway.responses import JSON
 from fawn.runs.errors import ServiceError
 from fawn.sandbox.errors import SandboxError
+from fawn.store.database import DRIVER_ERRORS, unavailable_error
 from fawn.store.errors import StoreError
 from fawn.streams.events import StreamError
 
@@ -47,6 +48,7 @@ STATUS_BY_CODE: dict[str, int] = {
     "invalid_filename": 422,
     "invalid_thread_id": 422,
     "invalid_cursor": 400,
+    "unstorable_value": 422,
     "bad_request": 400,
     "unknown_model": 400,
     "no_model_configured": 400,
@@ -59,8 +61,10 @@ STATUS_BY_CODE: dict[str, int] = {
     # limits
     "upload_too_large": 413,
     "too_many_files": 413,
-    # infrastructure: try again later
+    # infrastructure, or this worker shutting down: try again later
     "sandbox_unavailable": 503,
+    "store_unavailable": 503,
+    "draining": 503,
     "stream_unavailable": 503,
     "stream_error": 503,
     "store_error": 503,
@@ -169,7 +173,15 @@ def install_error_handlers(app: FastAPI) -> None:
             headers=exc.headers,
         )
 
+    async def on_driver(_: Request, exc: Exception) -> Response:
+        unavailable = unavailable_error(exc)
+        return error_response(exc if unavailable is None else unavailable)
+
     app.add_exception_handler(RequestValidationError, on_validation)
     app.add_exception_handler(StarletteHTTPException, on_http)
     for cls in _ROOTS:
         app.add_exception_handler(cls, on_service)
+    # driver errors that reach the edge untranslated (the checkpointer's, say): an outage
+    # among them is ``store_unavailable`` (503), anything else a 500
+    for cls in DRIVER_ERRORS:
+        app.add_exception_handler(cls, on_driver)

@@ -1,4 +1,5 @@
-"""Records → the wire shapes of ``langgraph_sdk.schema``."""
+"""Typed values → the wire shapes of ``langgraph_sdk.schema``: every JSON body the API sends
+about threads, states and runs is built here."""
 
 from __future__ import annotations
 
@@ -6,7 +7,13 @@ import re
 from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
-from fawn.store.runs import RunRecord
+from langchain_core.runnables import RunnableConfig
+from langgraph.types import StateSnapshot
+
+from fawn.agent.serialize import interrupts_json, to_jsonable
+from fawn.gateway.stream_events import error_json
+from fawn.runs.outcome import RunResult
+from fawn.store.runs import RunEventEntry, RunRecord
 from fawn.store.threads import ThreadRecord
 
 
@@ -67,4 +74,114 @@ def run_json(record: RunRecord) -> dict[str, Any]:
             "completion_tokens": record.usage.completion_tokens,
             "total_tokens": record.usage.total_tokens,
         },
+    }
+
+
+def journal_json(entries: Sequence[RunEventEntry]) -> dict[str, Any]:
+    """``GET /api/threads/{tid}/runs/{rid}/events``."""
+    return {
+        "events": [
+            {"seq": e.seq, "kind": e.kind, "data": e.data, "created_at": e.created_at}
+            for e in entries
+        ]
+    }
+
+
+def result_json(result: RunResult) -> Any:
+    """What ``runs.wait``/``join`` answer: the final values (with pending interrupts under
+    ``__interrupt__``), or ``{"__error__": {error, message}}``."""
+    if result.error is not None:
+        return {"__error__": error_json(result.error)}
+    state = result.state
+    if state is None:
+        return {}
+    values = to_jsonable(state.values or {})
+    interrupts = [i for task in state.tasks for i in task.interrupts]
+    if not interrupts:
+        return values
+    return {**values, "__interrupt__": interrupts_json(interrupts)}
+
+
+def checkpoint_ref(config: RunnableConfig | None, thread_id: str) -> dict[str, Any] | None:
+    if not config:
+        return None
+    conf = config.get("configurable", {})
+    return {
+        "thread_id": conf.get("thread_id", thread_id),
+        "checkpoint_ns": conf.get("checkpoint_ns", ""),
+        "checkpoint_id": conf.get("checkpoint_id"),
+        "checkpoint_map": conf.get("checkpoint_map"),
+    }
+
+
+def state_json(
+    snapshot: StateSnapshot, thread_id: str, select: Sequence[str] | None = None
+) -> dict[str, Any]:
+    """The SDK's ``ThreadState``; ``select`` keeps some fields (``values.<channel>`` keeps
+    one channel of the values)."""
+    return _select_fields(_state_json(snapshot, thread_id), select)
+
+
+def _state_json(snapshot: StateSnapshot, thread_id: str) -> dict[str, Any]:
+    checkpoint = checkpoint_ref(snapshot.config, thread_id) or {
+        "thread_id": thread_id,
+        "checkpoint_ns": "",
+        "checkpoint_id": None,
+        "checkpoint_map": None,
+    }
+    parent = checkpoint_ref(snapshot.parent_config, thread_id)
+    tasks = [
+        {
+            "id": task.id,
+            "name": task.name,
+            "path": to_jsonable(list(task.path)),
+            "error": repr(task.error) if task.error is not None else None,
+            "interrupts": interrupts_json(task.interrupts),
+            "checkpoint": checkpoint_ref(task.state, thread_id)
+            if isinstance(task.state, dict)
+            else None,
+            "state": _state_json(task.state, thread_id)
+            if isinstance(task.state, StateSnapshot)
+            else None,
+            "result": to_jsonable(task.result) if task.result is not None else None,
+        }
+        for task in snapshot.tasks
+    ]
+    return {
+        "values": to_jsonable(snapshot.values or {}),
+        "next": list(snapshot.next),
+        "tasks": tasks,
+        "metadata": to_jsonable(snapshot.metadata or {}),
+        "created_at": snapshot.created_at,
+        "checkpoint": checkpoint,
+        "parent_checkpoint": parent,
+        "interrupts": interrupts_json(snapshot.interrupts),
+        "checkpoint_id": checkpoint["checkpoint_id"],
+        "parent_checkpoint_id": parent["checkpoint_id"] if parent else None,
+    }
+
+
+def _select_fields(state: dict[str, Any], select: Sequence[str] | None) -> dict[str, Any]:
+    if not select:
+        return state
+    picked: dict[str, Any] = {}
+    for field in select:
+        channel = field.removeprefix("values.")
+        if channel != field and "values" not in select:
+            values = state.get("values") or {}
+            kept = picked.setdefault("values", {})
+            if channel in values:
+                kept[channel] = values[channel]
+        elif field in state:
+            picked[field] = state[field]
+    return picked
+
+
+def update_state_json(config: RunnableConfig, thread_id: str) -> dict[str, Any]:
+    """``POST /threads/{id}/state``: the new checkpoint."""
+    ref = checkpoint_ref(config, thread_id)
+    return {
+        "checkpoint": ref,
+        "configurable": to_jsonable(config.get("configurable", {})),
+        "checkpoint_id": ref["checkpoint_id"] if ref else None,
     }

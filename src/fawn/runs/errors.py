@@ -36,3 +36,11 @@ class BadRequest(ServiceError):
     """A request naming something that does not exist in the server's configuration (400)."""
 
     code = "bad_request"
+
+
+class Draining(ServiceError):
+    """This worker is shutting down and admits no new runs; another worker (or this one,
+    restarted) will. Retryable."""
+
+    code = "draining"
+    retryable = True

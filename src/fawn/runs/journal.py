@@ -8,7 +8,6 @@ written in the run's finalization transaction, so a rolled-back run takes it alo
 
 from __future__ import annotations
 
-import time
 from datetime import datetime
 from typing import Any
 from uuid import UUID
@@ -16,8 +15,8 @@ from uuid import UUID
 from langchain_core.callbacks import BaseCallbackHandler, UsageMetadataCallbackHandler
 from langgraph.errors import GraphBubbleUp
 
+from fawn.runs.clock import Clock
 from fawn.store.runs import RunEventEntry, Usage
-from fawn.store.types import utcnow
 
 
 class RunJournal(BaseCallbackHandler):
@@ -33,17 +32,18 @@ class RunJournal(BaseCallbackHandler):
     ignore_retry = True
     ignore_custom_event = True
 
-    def __init__(self) -> None:
+    def __init__(self, clock: Clock) -> None:
         self.entries: list[RunEventEntry] = []
+        self._clock = clock
         self._tools: dict[UUID, tuple[str, float]] = {}
-        self._started = time.monotonic()
+        self._started = clock.monotonic()
 
     def note(self, kind: str, data: dict[str, Any], at: datetime | None = None) -> None:
-        self.entries.append(RunEventEntry(kind=kind, data=data, created_at=at or utcnow()))
+        self.entries.append(RunEventEntry(kind=kind, data=data, created_at=at or self._clock.now()))
 
     @property
     def elapsed_ms(self) -> int:
-        return round((time.monotonic() - self._started) * 1000)
+        return round((self._clock.monotonic() - self._started) * 1000)
 
     def on_tool_start(
         self,
@@ -54,7 +54,7 @@ class RunJournal(BaseCallbackHandler):
         **kwargs: Any,
     ) -> None:
         name = str((serialized or {}).get("name") or kwargs.get("name") or "tool")
-        self._tools[run_id] = (name, time.monotonic())
+        self._tools[run_id] = (name, self._clock.monotonic())
         self.note("tool_started", {"tool": name})
 
     def on_tool_end(self, output: Any, *, run_id: UUID, **kwargs: Any) -> None:
@@ -67,11 +67,12 @@ class RunJournal(BaseCallbackHandler):
             self._tool_done(run_id, "error", f"{type(error).__name__}: {error}")
 
     def _tool_done(self, run_id: UUID, status: str, error: str | None) -> None:
-        name, started = self._tools.pop(run_id, ("tool", time.monotonic()))
+        now = self._clock.monotonic()
+        name, started = self._tools.pop(run_id, ("tool", now))
         data: dict[str, Any] = {
             "tool": name,
             "status": status,
-            "duration_ms": round((time.monotonic() - started) * 1000),
+            "duration_ms": round((now - started) * 1000),
         }
         if error is not None:
             data["error"] = error[:2000]

@@ -7,7 +7,7 @@ before a run exists.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any, Literal, get_args
 
 from langgraph.types import Command, Send
@@ -85,6 +85,49 @@ class RunSpec:
             "on_disconnect": self.on_disconnect,
             "durability": self.durability,
         }
+
+    def to_json(self) -> dict[str, Any]:
+        """Everything needed to execute the run, unredacted (stored for the worker that
+        claims it; never sent to a client)."""
+        return {
+            "assistant_id": self.assistant_id,
+            "input": self.input,
+            "command": dict(self.command) if self.command else None,
+            "stream_modes": list(self.stream_modes),
+            "stream_subgraphs": self.stream_subgraphs,
+            "stream_resumable": self.stream_resumable,
+            "config": dict(self.config),
+            "options": {f.name: getattr(self.options, f.name) for f in fields(AgentOptions)},
+            "metadata": dict(self.metadata),
+            "interrupt_before": self.interrupt_before,
+            "interrupt_after": self.interrupt_after,
+            "checkpoint": dict(self.checkpoint) if self.checkpoint else None,
+            "multitask_strategy": self.multitask_strategy,
+            "on_disconnect": self.on_disconnect,
+            "durability": self.durability,
+            "delete_thread_on_completion": self.delete_thread_on_completion,
+        }
+
+    @classmethod
+    def from_json(cls, raw: Mapping[str, Any]) -> RunSpec:
+        return cls(
+            assistant_id=raw["assistant_id"],
+            input=raw.get("input"),
+            command=raw.get("command"),
+            stream_modes=tuple(raw.get("stream_modes") or ("values",)),
+            stream_subgraphs=bool(raw.get("stream_subgraphs")),
+            stream_resumable=bool(raw.get("stream_resumable")),
+            config=raw.get("config") or {},
+            options=AgentOptions(**(raw.get("options") or {})),
+            metadata=raw.get("metadata") or {},
+            interrupt_before=raw.get("interrupt_before"),
+            interrupt_after=raw.get("interrupt_after"),
+            checkpoint=raw.get("checkpoint"),
+            multitask_strategy=raw.get("multitask_strategy", "enqueue"),
+            on_disconnect=raw.get("on_disconnect", "continue"),
+            durability=raw.get("durability"),
+            delete_thread_on_completion=bool(raw.get("delete_thread_on_completion")),
+        )
 
 
 def _options_json(options: AgentOptions) -> dict[str, Any]:

@@ -1,4 +1,8 @@
-"""ThreadService: thread records, their LangGraph state, history, copies and deletion."""
+"""ThreadService: thread records, their LangGraph state, history, copies and deletion.
+
+It answers with typed values (records, LangGraph ``StateSnapshot``s, checkpoint configs);
+the gateway renders them.
+"""
 
 from __future__ import annotations
 
@@ -15,13 +19,16 @@ from langgraph.types import StateSnapshot, StateUpdate
 
 from fawn.agent.graph import LeadAgent
 from fawn.agent.serialize import to_jsonable
-from fawn.agent.snapshots import checkpoint_ref, pending_interrupts, select_fields, snapshot_json
+from fawn.agent.snapshots import pending_interrupts
 from fawn.agent.state import InvalidStateUpdate, validate_update
 from fawn.runs.errors import Conflict, InvalidInput, NotFound
+from fawn.sandbox.base import SandboxProvider
 from fawn.sandbox.errors import InvalidThreadId
+from fawn.sandbox.local import SANDBOX_ID_PREFIX
 from fawn.sandbox.paths import ThreadPaths, validate_thread_id
 from fawn.store.checkpoints import Saver, copy_thread
 from fawn.store.errors import ThreadExists
+from fawn.store.run_queue import IdleThread
 from fawn.store.threads import (
     ThreadFilter,
     ThreadRecord,
@@ -84,11 +91,13 @@ class ThreadService:
         agent: LeadAgent,
         saver: Saver,
         data_dir: Path,
+        sandbox: SandboxProvider,
     ) -> None:
         self._repo = repo
         self._agent = agent
         self._saver = saver
         self._data_dir = data_dir
+        self._sandbox = sandbox
 
     @property
     def repo(self) -> ThreadRepository:
@@ -145,10 +154,12 @@ class ThreadService:
         return record
 
     async def delete(self, thread_id: str) -> None:
-        """Remove the record, every checkpoint and the thread's files."""
+        """Remove the record, every checkpoint and the thread's files, and release its
+        sandbox."""
         await self.get(thread_id)
         await self._saver.adelete_thread(thread_id)
         await self._repo.delete(thread_id)
+        await self._sandbox.release(SANDBOX_ID_PREFIX + thread_id)
         await asyncio.to_thread(shutil.rmtree, self._thread_dir(thread_id), True)
 
     async def search(
@@ -218,13 +229,11 @@ class ThreadService:
         checkpoint: Mapping[str, Any] | None = None,
         *,
         subgraphs: bool = False,
-        select: Sequence[str] | None = None,
-    ) -> dict[str, Any]:
+    ) -> StateSnapshot:
         await self.get(thread_id)
         await self._require_checkpoint(thread_id, checkpoint)
         config = thread_config(thread_id, checkpoint)
-        snapshot = await self._agent.graph.aget_state(config, subgraphs=subgraphs)
-        return select_fields(snapshot_json(snapshot, thread_id), select)
+        return await self._agent.graph.aget_state(config, subgraphs=subgraphs)
 
     async def history(
         self,
@@ -234,8 +243,7 @@ class ThreadService:
         before: str | Mapping[str, Any] | None,
         metadata: Mapping[str, Any] | None,
         checkpoint: Mapping[str, Any] | None,
-        select: Sequence[str] | None = None,
-    ) -> list[dict[str, Any]]:
+    ) -> list[StateSnapshot]:
         """States newest first: at most ``limit``, older than ``before`` (a checkpoint id or a
         checkpoint), whose checkpoint metadata contains ``metadata``."""
         await self.get(thread_id)
@@ -248,7 +256,7 @@ class ThreadService:
         elif before:
             before_config = thread_config(thread_id, before)
         return [
-            select_fields(snapshot_json(snap, thread_id), select)
+            snap
             async for snap in self._agent.graph.aget_state_history(
                 thread_config(thread_id, checkpoint),
                 filter=dict(metadata) if metadata else None,
@@ -264,23 +272,21 @@ class ThreadService:
         *,
         as_node: str | None,
         checkpoint: Mapping[str, Any] | None,
-    ) -> dict[str, Any]:
+        held: IdleThread,
+    ) -> RunnableConfig:
         """Apply ``values`` through the channels' reducers, as if ``as_node`` had written them,
-        on top of the latest checkpoint or of ``checkpoint`` (which forks from it)."""
-        await self.get(thread_id)
+        on top of the latest checkpoint or of ``checkpoint`` (which forks from it). ``held``
+        keeps the thread idle meanwhile (no run is admitted until the row is written) and
+        writes the thread row. Answers the new checkpoint's config."""
         self._validate_update(values, as_node)
         await self._require_checkpoint(thread_id, checkpoint)
         config = thread_config(thread_id, checkpoint)
         new_config = await self._apply(
             self._agent.graph.aupdate_state(config, values, as_node=as_node)
         )
-        await self.refresh(thread_id)
-        ref = checkpoint_ref(new_config, thread_id)
-        return {
-            "checkpoint": ref,
-            "configurable": to_jsonable(new_config.get("configurable", {})),
-            "checkpoint_id": ref["checkpoint_id"] if ref else None,
-        }
+        snapshot = await self._agent.graph.aget_state(thread_config(thread_id))
+        await held.save_state(thread_row(snapshot, to_jsonable(snapshot.values or {})))
+        return new_config
 
     async def refresh(
         self, thread_id: str, *, status: ThreadStatus | None = None, error: Any = None

@@ -1,18 +1,32 @@
-"""The SQL database: engine construction, SQLite tuning, and migrations."""
+"""The SQL database: engine construction, SQLite tuning, migrations, and the translation of
+driver failures into the store's own errors.
+
+A connection the server dropped (a restart, an idle timeout) is found out before use: the
+SQLAlchemy pool pings a PostgreSQL connection when it is checked out and replaces a dead one,
+so a request after a restart does not fail on a stale connection. A database that cannot be
+reached at all is :class:`~fawn.store.errors.StoreUnavailable` (503, retryable), never a 500.
+"""
 
 from __future__ import annotations
 
 import json
 import logging
+import sqlite3
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import psycopg
+import psycopg_pool
 from sqlalchemy import Connection, event, text
+from sqlalchemy import exc as sa_exc
 from sqlalchemy.engine import make_url
-from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
 
 from fawn.config.settings import DatabaseSettings
+from fawn.store.errors import StoreUnavailable
 
 log = logging.getLogger(__name__)
 
@@ -97,6 +111,66 @@ def libpq_url(url: str) -> str:
     return make_url(url).set(drivername="postgresql").render_as_string(hide_password=False)
 
 
+#: the exception roots of the database drivers (and pools) under the store
+DRIVER_ERRORS: tuple[type[Exception], ...] = (
+    sa_exc.SQLAlchemyError,
+    psycopg.Error,
+    psycopg_pool.PoolTimeout,
+    psycopg_pool.PoolClosed,
+    sqlite3.Error,
+    ConnectionError,
+)
+
+#: PostgreSQL SQLSTATEs that mean "the server is going away or not there yet"
+_UNAVAILABLE_SQLSTATES = frozenset({"57P01", "57P02", "57P03", "53300"})
+
+
+def unavailable_error(exc: BaseException) -> StoreUnavailable | None:
+    """``exc`` as :class:`StoreUnavailable` when it says the database cannot be reached now
+    (refused or dropped connection, a server shutting down, a busy SQLite file, an
+    exhausted pool), else ``None``: constraint violations and bad data are not retryable."""
+    if isinstance(exc, StoreUnavailable):
+        return exc
+    cause: BaseException = exc
+    if isinstance(exc, sa_exc.DBAPIError):
+        if exc.connection_invalidated:
+            return StoreUnavailable(f"the database connection was lost: {exc.orig}")
+        cause = exc.orig if exc.orig is not None else exc
+    if isinstance(exc, sa_exc.TimeoutError):  # the SQLAlchemy pool is exhausted
+        return StoreUnavailable(f"no database connection available: {exc}")
+    if _is_unavailable(cause):
+        return StoreUnavailable(f"the database is unavailable: {_first_line(cause)}")
+    return None
+
+
+def _is_unavailable(exc: BaseException) -> bool:
+    if isinstance(exc, psycopg_pool.PoolTimeout | psycopg_pool.PoolClosed):
+        return True
+    if isinstance(exc, psycopg.OperationalError | psycopg.InterfaceError):
+        state = getattr(exc, "sqlstate", None)
+        return state is None or state.startswith("08") or state in _UNAVAILABLE_SQLSTATES
+    if isinstance(exc, sqlite3.OperationalError):
+        return "locked" in str(exc) or "unable to open" in str(exc)
+    return isinstance(exc, ConnectionError | TimeoutError)
+
+
+def _first_line(exc: BaseException) -> str:
+    text_ = str(exc).strip().splitlines()
+    return text_[0] if text_ else type(exc).__name__
+
+
+@contextmanager
+def translated() -> Iterator[None]:
+    """Re-raise a driver's "cannot reach the database" as :class:`StoreUnavailable`."""
+    try:
+        yield
+    except Exception as exc:
+        unavailable = unavailable_error(exc)
+        if unavailable is None or unavailable is exc:
+            raise
+        raise unavailable from exc
+
+
 @dataclass(kw_only=True)
 class Database:
     engine: AsyncEngine
@@ -105,6 +179,20 @@ class Database:
     @property
     def is_postgres(self) -> bool:
         return self.engine.dialect.name == "postgresql"
+
+    @asynccontextmanager
+    async def begin(self) -> AsyncIterator[AsyncConnection]:
+        """A transaction (committed on success); driver outages become StoreUnavailable."""
+        with translated():
+            async with self.engine.begin() as conn:
+                yield conn
+
+    @asynccontextmanager
+    async def connect(self) -> AsyncIterator[AsyncConnection]:
+        """A connection for reads; driver outages become StoreUnavailable."""
+        with translated():
+            async with self.engine.connect() as conn:
+                yield conn
 
     @classmethod
     def from_settings(cls, settings: DatabaseSettings, data_dir: Path) -> Database:
@@ -121,7 +209,9 @@ class Database:
             engine = create_async_engine(url, connect_args={"timeout": 30})
             _tune_sqlite(engine)
         else:
-            engine = create_async_engine(url, pool_size=pool_size, max_overflow=pool_size)
+            engine = create_async_engine(
+                url, pool_size=pool_size, max_overflow=pool_size, pool_pre_ping=True
+            )
         return cls(engine=engine, url=url)
 
     async def migrate(self) -> None:

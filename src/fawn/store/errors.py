@@ -29,3 +29,11 @@ class RunConflict(StoreError):
 
     code = "run_conflict"
     retryable = True
+
+
+class StoreUnavailable(StoreError):
+    """The database could not be reached (or dropped the connection); trying again later
+    may work. Nothing of the failed operation was written."""
+
+    code = "store_unavailable"
+    retryable = True

@@ -55,12 +55,16 @@ runs = Table(
     Column("prompt_tokens", Integer, nullable=False, server_default="0"),
     Column("completion_tokens", Integer, nullable=False, server_default="0"),
     Column("total_tokens", Integer, nullable=False, server_default="0"),
+    # the worker executing the run (set when a worker claims it; a pending run has none)
     Column("owner", String(128), nullable=True),
-    Column("lease_expires_at", UTCDateTime(), nullable=True),
     Column("cancel_action", String(16), nullable=True),
     Column("seq", Integer, nullable=False),
+    Column("started_at", UTCDateTime(), nullable=True),
+    # everything needed to execute the run, for whichever worker claims it (never sent out)
+    Column("spec", JSONType, nullable=True),
     Index("ix_runs_thread_seq", "thread_id", "seq"),
     Index("ix_runs_status", "status"),
+    Index("ix_runs_queue", "status", "created_at"),
     # The database, not a Python dict, guarantees one executing run per thread.
     Index(
         "ux_runs_one_running_per_thread",
@@ -79,4 +83,19 @@ run_events = Table(
     Column("kind", String(32), nullable=False),
     Column("data", JSONType, nullable=False),
     Column("created_at", UTCDateTime(), nullable=False),
+)
+
+#: One row per gateway process. ``beat`` grows by one at every renewal: peers judge liveness
+#: by watching it change, never by comparing clocks.
+workers = Table(
+    "workers",
+    metadata,
+    Column("worker_id", String(128), primary_key=True),
+    Column("host", String(255), nullable=False),
+    Column("pid", Integer, nullable=False),
+    Column("started_at", UTCDateTime(), nullable=False),
+    Column("heartbeat_at", UTCDateTime(), nullable=False),
+    Column("beat", Integer, nullable=False),
+    # active | draining | stopped | dead
+    Column("state", String(16), nullable=False),
 )

@@ -12,8 +12,9 @@ from fawn.streams.events import (
     StreamNotFound,
     StreamUnavailable,
 )
-from fawn.streams.factory import open_stream_bridge
+from fawn.streams.factory import open_notifier, open_stream_bridge
 from fawn.streams.memory import MemoryStreamBridge
+from fawn.streams.notify import MemoryNotifier, Notifier, Topic
 from fawn.streams.sse import (
     HEARTBEAT_FRAME,
     SSE_HEADERS,
@@ -29,7 +30,9 @@ __all__ = [
     "SSE_HEADERS",
     "Heartbeat",
     "InvalidCursor",
+    "MemoryNotifier",
     "MemoryStreamBridge",
+    "Notifier",
     "StreamBridge",
     "StreamClosed",
     "StreamError",
@@ -38,9 +41,11 @@ __all__ = [
     "StreamItem",
     "StreamNotFound",
     "StreamUnavailable",
+    "Topic",
     "encode_event",
     "encode_gap",
     "encode_item",
+    "open_notifier",
     "open_stream_bridge",
     "parse_last_event_id",
 ]

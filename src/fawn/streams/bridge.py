@@ -24,11 +24,19 @@ class StreamBridge(Protocol):
         """Create the run's stream. Idempotent: opening an existing (even closed) stream is a no-op."""
         ...
 
-    async def publish(self, run_id: str, event: str, data: Any) -> int:
+    async def publish(
+        self, run_id: str, event: str, data: Any, *, event_id: int | None = None
+    ) -> int:
         """Append an event and return its id.
 
         Raises ``StreamNotFound`` for an unknown run and ``StreamClosed`` after :meth:`close`.
         ``data`` must be JSON-able and must not be mutated after publishing.
+
+        ``event_id`` is for the run's one publisher, which numbers its events itself: the
+        call is idempotent (an id already published is not appended again, so a retry after
+        a lost reply duplicates nothing), and a stream that vanished (a backend restarted
+        without persistence) is recreated so that ids keep growing from where they were;
+        subscribers behind the lost events get a gap.
         """
         ...
 

@@ -93,10 +93,20 @@ class MemoryStreamBridge:
         if run_id not in self._streams:
             self._streams[run_id] = _RunStream(self._settings.retention_events)
 
-    async def publish(self, run_id: str, event: str, data: Any) -> int:
-        stream = self._get(run_id)
+    async def publish(
+        self, run_id: str, event: str, data: Any, *, event_id: int | None = None
+    ) -> int:
+        stream = self._streams.get(run_id)
+        if stream is None and event_id is not None:
+            stream = self._streams[run_id] = _RunStream(self._settings.retention_events)
+        if stream is None:
+            raise StreamNotFound(f"no stream for run {run_id}", run_id=run_id)
         if stream.closed:
             raise StreamClosed(f"the stream of run {run_id} is closed", run_id=run_id)
+        if event_id is not None:
+            if stream.latest >= event_id:
+                return event_id
+            stream.latest = max(stream.latest, event_id - 1)
         return stream.append(event, data)
 
     async def close(self, run_id: str) -> None:

@@ -23,6 +23,8 @@ from typing import Any
 import orjson
 from redis import exceptions as redis_errors
 from redis.asyncio import BlockingConnectionPool, Redis
+from redis.asyncio.retry import Retry
+from redis.backoff import ExponentialWithJitterBackoff
 
 from fawn.config import StreamSettings
 from fawn.streams.bridge import check_cursor, check_heartbeat
@@ -41,10 +43,17 @@ _NOT_FOUND = "FAWN_STREAM_NOT_FOUND"
 _CLOSED = "FAWN_STREAM_CLOSED"
 _READ_BATCH = 1000
 
-# KEYS: seq, stream, closed. ARGV: maxlen, event, data.
+# KEYS: seq, stream, closed. ARGV: maxlen, event, data, wanted id (0: the next one).
 _PUBLISH = f"""
-if redis.call('EXISTS', KEYS[1]) == 0 then return redis.error_reply('{_NOT_FOUND}') end
+local want = tonumber(ARGV[4])
 if redis.call('EXISTS', KEYS[3]) == 1 then return redis.error_reply('{_CLOSED}') end
+local current = redis.call('GET', KEYS[1])
+if not current and want == 0 then return redis.error_reply('{_NOT_FOUND}') end
+current = tonumber(current or 0)
+if want > 0 then
+  if current >= want then return want end
+  if current < want - 1 then redis.call('SET', KEYS[1], want - 1) end
+end
 local n = redis.call('INCR', KEYS[1])
 redis.call('XADD', KEYS[2], 'MAXLEN', ARGV[1], string.format('%d-0', n), 'e', ARGV[2], 'd', ARGV[3])
 return n
@@ -112,9 +121,11 @@ class RedisStreamBridge:
         """
         url = settings.redis_url
         client = Redis.from_pool(
-            BlockingConnectionPool.from_url(url, max_connections=command_connections)
+            BlockingConnectionPool.from_url(
+                url, max_connections=command_connections, **connection_options()
+            )
         )
-        reader = Redis.from_url(url, max_connections=reader_connections)
+        reader = Redis.from_url(url, max_connections=reader_connections, **connection_options())
         bridge = cls(settings, client, reader=reader, owns_clients=True)
         try:
             with _translated(None):
@@ -128,9 +139,16 @@ class RedisStreamBridge:
         with _translated(run_id):
             await self._client.set(self._keys(run_id).seq, 0, nx=True)
 
-    async def publish(self, run_id: str, event: str, data: Any) -> int:
+    async def publish(
+        self, run_id: str, event: str, data: Any, *, event_id: int | None = None
+    ) -> int:
         keys = self._keys(run_id)
-        args: list[int | str | bytes] = [self._settings.retention_events, event, orjson.dumps(data)]
+        args: list[int | str | bytes] = [
+            self._settings.retention_events,
+            event,
+            orjson.dumps(data),
+            event_id or 0,
+        ]
         with _translated(run_id):
             return int(await self._publish(keys=[keys.seq, keys.stream, keys.closed], args=args))
 
@@ -230,6 +248,18 @@ class RedisStreamBridge:
             n, is_close_marker = _parse_entry_id(first[0][0])
             earliest = None if is_close_marker else n
         return StreamGap(cursor, earliest, (int(latest) or None) if latest is not None else None)
+
+
+def connection_options() -> dict[str, Any]:
+    """How every fawn Redis connection behaves: a connection idle for a while is pinged before
+    use, and a command that meets a dead connection (Redis restarted) reconnects and is
+    retried, briefly, instead of failing the request."""
+    return {
+        "health_check_interval": 5,
+        "socket_connect_timeout": 2,
+        "retry": Retry(ExponentialWithJitterBackoff(base=0.05, cap=0.5), 2),
+        "retry_on_error": [redis_errors.ConnectionError, redis_errors.TimeoutError],
+    }
 
 
 @contextmanager

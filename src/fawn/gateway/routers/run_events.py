@@ -6,18 +6,11 @@ from fastapi import APIRouter, Response
 
 from fawn.gateway.deps import ServicesDep
 from fawn.gateway.responses import JSON
+from fawn.gateway.wire import journal_json
 
 router = APIRouter(tags=["runs"])
 
 
 @router.get("/api/threads/{thread_id}/runs/{run_id}/events")
 async def run_events(thread_id: str, run_id: str, services: ServicesDep) -> Response:
-    entries = await services.runs.journal(thread_id, run_id)
-    return JSON(
-        {
-            "events": [
-                {"seq": e.seq, "kind": e.kind, "data": e.data, "created_at": e.created_at}
-                for e in entries
-            ]
-        }
-    )
+    return JSON(journal_json(await services.runs.journal(thread_id, run_id)))

@@ -9,6 +9,7 @@ from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Header, Query, Response
 from starlette.responses import StreamingResponse
+from starlette.types import Send
 
 from fawn.agent.errors import AgentError
 from fawn.agent.serialize import dumps
@@ -18,8 +19,8 @@ from fawn.gateway.runspec import build_spec
 from fawn.gateway.schemas import RunBatchItem, RunCancelMany, RunCreate
 from fawn.gateway.services import Services
 from fawn.gateway.sse import run_stream_response
-from fawn.gateway.wire import run_json
-from fawn.runs.errors import InvalidInput, NotFound, ServiceError
+from fawn.gateway.wire import result_json, run_json
+from fawn.runs.errors import Draining, InvalidInput, NotFound, ServiceError
 from fawn.runs.spec import RunSpec, parse_stream_modes
 from fawn.store.runs import RunRecord, RunStatus
 from fawn.streams.sse import parse_last_event_id
@@ -61,13 +62,27 @@ async def _stream(services: Services, thread_id: str | None, body: RunCreate) ->
         if spec.on_disconnect == "cancel":
             manager.cancel_soon(run.run_id, "interrupt")
 
+    return _run_stream(services, run.thread_id, run.run_id, None, disconnected)
+
+
+def _run_stream(
+    services: Services,
+    thread_id: str,
+    run_id: str,
+    after: int | None,
+    on_disconnect: Any,
+    modes: list[str] | None = None,
+) -> Response:
+    items = services.runs.follow_run(
+        run_id, after=after, heartbeat_seconds=services.config.streams.heartbeat_seconds
+    )
     return run_stream_response(
-        services.bridge,
-        run.thread_id,
-        run.run_id,
-        after=None,
-        heartbeat_seconds=services.config.streams.heartbeat_seconds,
-        on_disconnect=disconnected,
+        items,
+        thread_id,
+        run_id,
+        release=lambda: services.runs.released(run_id),
+        on_disconnect=on_disconnect,
+        modes=modes,
     )
 
 
@@ -83,11 +98,25 @@ async def _wait(services: Services, thread_id: str | None, body: RunCreate) -> R
         **_locations(run),
         "Location": f"/threads/{run.thread_id}/runs/{run.run_id}/join",
     }
-    return StreamingResponse(
+    return _FinalBody(
         _final_body(services, run.thread_id, run.run_id, on_leave),
         media_type="application/json",
         headers=headers,
     )
+
+
+class _Handover(Exception):
+    """This worker shuts down before the run ends: the response is cut off mid-body, which
+    makes the SDK reconnect to its ``Location`` (the join route) on another worker."""
+
+
+class _FinalBody(StreamingResponse):
+    """The ``wait``/``join`` body; a handover ends it without its last chunk (the
+    connection closes as cut off, so the client retries elsewhere)."""
+
+    async def stream_response(self, send: Send) -> None:
+        with contextlib.suppress(_Handover):
+            await super().stream_response(send)
 
 
 async def _final_body(
@@ -97,21 +126,33 @@ async def _final_body(
     finished = False
     try:
         waiter = asyncio.ensure_future(services.runs.result(thread_id, run_id))
+        release = asyncio.ensure_future(services.runs.released(run_id))
         try:
             while True:
-                done, _ = await asyncio.wait({waiter}, timeout=KEEPALIVE_SECONDS)
-                if done:
+                done, _ = await asyncio.wait(
+                    {waiter, release},
+                    timeout=KEEPALIVE_SECONDS,
+                    return_when=asyncio.FIRST_COMPLETED,
+                )
+                if waiter in done:
                     break
+                if release in done:
+                    raise _Handover(run_id)
                 yield b"\n"
         finally:
-            if not waiter.done():
-                waiter.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await waiter
+            for task in (waiter, release):
+                if not task.done():
+                    task.cancel()
+                    with contextlib.suppress(asyncio.CancelledError):
+                        await task
+        try:
+            result = waiter.result()
+        except Draining as exc:
+            raise _Handover(run_id) from exc
         finished = True
-        yield dumps(waiter.result())
+        yield dumps(result_json(result))
     finally:
-        if not finished and on_leave is not None:
+        if not finished and on_leave is not None and not services.runs.shutting_down:
             on_leave()
 
 
@@ -207,9 +248,7 @@ async def delete_run(thread_id: str, run_id: str, services: ServicesDep) -> Resp
 @router.get("/threads/{thread_id}/runs/{run_id}/join")
 async def join_run(thread_id: str, run_id: str, services: ServicesDep) -> Response:
     await services.runs.get(thread_id, run_id)
-    return StreamingResponse(
-        _final_body(services, thread_id, run_id), media_type="application/json"
-    )
+    return _FinalBody(_final_body(services, thread_id, run_id), media_type="application/json")
 
 
 @router.get("/threads/{thread_id}/runs/{run_id}/stream")
@@ -226,7 +265,7 @@ async def join_stream(
     # The SDK sends ``stream_mode=`` (empty) when the caller gave none: that means all modes.
     wanted = [m for m in stream_mode or [] if m]
     modes = parse_stream_modes(wanted) if wanted else None
-    if not await services.bridge.exists(run_id):
+    if not await services.runs.stream_exists(run_id):
         raise NotFound(
             f"the stream of run {run_id} is no longer retained (status {run.status}); "
             "read the thread state instead"
@@ -237,14 +276,8 @@ async def join_stream(
         if cancel_on_disconnect:
             manager.cancel_soon(run_id, "interrupt")
 
-    return run_stream_response(
-        services.bridge,
-        thread_id,
-        run_id,
-        after=after,
-        heartbeat_seconds=services.config.streams.heartbeat_seconds,
-        on_disconnect=disconnected,
-        modes=modes,
+    return _run_stream(
+        services, thread_id, run_id, after, disconnected, list(modes) if modes else None
     )
 
 

@@ -7,8 +7,7 @@ from typing import Annotated
 from fastapi import APIRouter, Header, Query, Response
 
 from fawn.gateway.deps import ServicesDep
-from fawn.gateway.sse import thread_stream_response
-from fawn.runs.thread_stream import parse_cursor, parse_modes
+from fawn.gateway.sse import parse_thread_cursor, parse_thread_modes, thread_stream_response
 
 router = APIRouter(tags=["threads"])
 
@@ -20,14 +19,14 @@ async def join_thread_stream(
     last_event_id: Annotated[str | None, Header()] = None,
     stream_mode: Annotated[list[str] | None, Query()] = None,
 ) -> Response:
+    """Modes (langgraph_sdk's ``ThreadStreamMode``): ``run_modes`` forwards every event of
+    every run plus ``run_done`` when one ends; ``lifecycle`` only each run's start
+    (``metadata``) and ``run_done``; ``state_update`` the ``values`` events. Event ids are
+    ``<run_id>:<event id>``, so ``Last-Event-ID`` resumes across runs."""
     await services.threads.get(thread_id)
-    modes = parse_modes(stream_mode)
-    cursor = parse_cursor(last_event_id)
-    return thread_stream_response(
-        services.runs.follow_thread(
-            thread_id,
-            modes=modes,
-            cursor=cursor,
-            heartbeat_seconds=services.config.streams.heartbeat_seconds,
-        )
+    modes = parse_thread_modes(stream_mode)
+    cursor = parse_thread_cursor(last_event_id)
+    items = services.runs.follow_thread(
+        thread_id, cursor=cursor, heartbeat_seconds=services.config.streams.heartbeat_seconds
     )
+    return thread_stream_response(items, modes=modes, release=services.runs.released)

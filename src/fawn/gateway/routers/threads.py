@@ -20,7 +20,7 @@ from fawn.gateway.schemas import (
     ThreadPrune,
     ThreadSearch,
 )
-from fawn.gateway.wire import thread_json
+from fawn.gateway.wire import state_json, thread_json, update_state_json
 from fawn.runs.errors import InvalidInput
 from fawn.store.threads import ThreadFilter
 
@@ -121,17 +121,15 @@ StateSelect = Annotated[list[StateField] | None, Query()]
 async def get_state(
     thread_id: str, services: ServicesDep, subgraphs: bool = False, select: StateSelect = None
 ) -> Response:
-    return JSON(await services.threads.get_state(thread_id, subgraphs=subgraphs, select=select))
+    state = await services.threads.get_state(thread_id, subgraphs=subgraphs)
+    return JSON(state_json(state, thread_id, select))
 
 
 @router.post("/threads/{thread_id}/state/checkpoint")
 async def get_state_at(thread_id: str, body: StateAtCheckpoint, services: ServicesDep) -> Response:
     checkpoint = body.checkpoint.model_dump(exclude_none=True)
-    return JSON(
-        await services.threads.get_state(
-            thread_id, checkpoint, subgraphs=body.subgraphs, select=body.select
-        )
-    )
+    state = await services.threads.get_state(thread_id, checkpoint, subgraphs=body.subgraphs)
+    return JSON(state_json(state, thread_id, body.select))
 
 
 @router.get("/threads/{thread_id}/state/{checkpoint_id}")
@@ -142,11 +140,10 @@ async def get_state_by_id(
     subgraphs: bool = False,
     select: StateSelect = None,
 ) -> Response:
-    return JSON(
-        await services.threads.get_state(
-            thread_id, {"checkpoint_id": checkpoint_id}, subgraphs=subgraphs, select=select
-        )
+    state = await services.threads.get_state(
+        thread_id, {"checkpoint_id": checkpoint_id}, subgraphs=subgraphs
     )
+    return JSON(state_json(state, thread_id, select))
 
 
 @router.post("/threads/{thread_id}/state")
@@ -156,11 +153,10 @@ async def update_state(thread_id: str, body: StateUpdate, services: ServicesDep)
         checkpoint = body.checkpoint.model_dump(exclude_none=True)
     elif body.checkpoint_id:
         checkpoint = {"checkpoint_id": body.checkpoint_id}
-    await services.runs.ensure_idle_for_update(thread_id)
-    result = await services.threads.update_state(
+    config = await services.runs.update_state(
         thread_id, body.values, as_node=body.as_node, checkpoint=checkpoint
     )
-    return JSON(result)
+    return JSON(update_state_json(config, thread_id))
 
 
 @router.post("/threads/{thread_id}/history")
@@ -177,9 +173,8 @@ async def history(thread_id: str, body: HistoryQuery, services: ServicesDep) -> 
         before=before,
         metadata=body.metadata,
         checkpoint=checkpoint,
-        select=body.select,
     )
-    return JSON(states)
+    return JSON([state_json(s, thread_id, body.select) for s in states])
 
 
 @router.get("/threads/{thread_id}/history")
@@ -192,4 +187,4 @@ async def history_get(
     states = await services.threads.history(
         thread_id, limit=limit, before=before, metadata=None, checkpoint=None
     )
-    return JSON(states)
+    return JSON([state_json(s, thread_id) for s in states])

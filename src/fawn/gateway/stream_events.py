@@ -1,4 +1,7 @@
-"""LangGraph ``astream`` chunks → SSE events named as the LangGraph server names them.
+"""What a run's stream says, in the LangGraph server's words: graph chunks, the run's start,
+its failure and its end (the lifecycle decides when; this module, the shapes).
+
+Graph chunks become events named as the LangGraph server names them.
 
 ``messages-tuple`` is LangGraph's ``messages`` mode sent as ``[message, metadata]``; the API's
 own ``messages`` mode accumulates chunks per message id and sends ``messages/metadata`` once,
@@ -14,6 +17,33 @@ from typing import Any
 from langchain_core.messages import AIMessageChunk, BaseMessage, BaseMessageChunk
 
 from fawn.agent.serialize import encoded, to_jsonable
+from fawn.runs.events import Event
+from fawn.runs.outcome import EndStatus, RunError
+from fawn.runs.spec import RunSpec
+
+
+class LangGraphStreamRenderer:
+    """The :class:`fawn.runs.events.StreamRenderer` of the LangGraph wire."""
+
+    def graph_modes(self, spec: RunSpec) -> list[str]:
+        return graph_modes(spec.stream_modes)
+
+    def translator(self, spec: RunSpec) -> EventTranslator:
+        return EventTranslator(spec.stream_modes, subgraphs=spec.stream_subgraphs)
+
+    def started(self, run_id: str, thread_id: str) -> Event:
+        return "metadata", {"run_id": run_id, "thread_id": thread_id, "attempt": 1}
+
+    def failed(self, error: RunError) -> Event:
+        return "error", error_json(error)
+
+    def ended(self, run_id: str, status: EndStatus) -> Event:
+        return "end", {"run_id": run_id, "status": status}
+
+
+def error_json(error: RunError) -> dict[str, str]:
+    """A run's error as the API sends it (``error`` events, ``__error__`` answers)."""
+    return {"error": error.error, "message": error.message}
 
 
 def graph_modes(requested: Sequence[str]) -> list[str]:
@@ -27,12 +57,13 @@ def graph_modes(requested: Sequence[str]) -> list[str]:
 
 
 class EventTranslator:
-    def __init__(self, requested: Sequence[str]) -> None:
+    def __init__(self, requested: Sequence[str], *, subgraphs: bool) -> None:
         self._requested = set(requested)
+        self._subgraphs = subgraphs
         self._partial: dict[str, BaseMessageChunk] = {}
 
-    def translate(self, chunk: Any, subgraphs: bool) -> Iterator[tuple[str, Any]]:
-        if subgraphs:
+    def translate(self, chunk: Any) -> Iterator[tuple[str, Any]]:
+        if self._subgraphs:
             namespace, mode, data = chunk
         else:
             namespace, (mode, data) = (), chunk
