@@ -176,7 +176,7 @@ def test_state_channels() -> None:
         "uploaded_files",
         "viewed_images",
     } == STATE_CHANNELS
-    assert {"sandbox", "thread_data"} == SERVER_CHANNELS
+    assert {"sandbox", "thread_data", "delegations", "read_files"} == SERVER_CHANNELS
     # Every ThreadState channel but LangChain's agent-loop internals is one or the other.
     internals = {"jump_to", "structured_response"}
     assert set(ThreadState.__annotations__) - internals == STATE_CHANNELS | SERVER_CHANNELS
