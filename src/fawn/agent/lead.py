@@ -19,6 +19,7 @@ from langchain_core.tools import BaseTool
 from langgraph.checkpoint.base import BaseCheckpointSaver
 
 from fawn.agent.context import RunContext
+from fawn.agent.errors import AgentError
 from fawn.agent.graph import LeadAgent, build_lead_agent
 from fawn.agent.middleware.chain import ChainMiddleware, build_chain
 from fawn.agent.middleware.clarification import ClarificationMiddleware
@@ -168,7 +169,17 @@ def build_subagent_runner(
             context_schema=RunContext,
             name=f"subagent:{kind.name}",
         )
-    return SubagentRunner(graphs, types)
+    return SubagentRunner(graphs, types, partial(_model_name, models))
+
+
+def _model_name(models: ModelFactory, name: str | None) -> str:
+    """The configured name behind ``name`` (``None``: the default model), for reports."""
+    if not models.names:
+        return name or ""
+    try:
+        return models.settings(name).name
+    except AgentError:
+        return name or ""
 
 
 def assemble_lead_agent(

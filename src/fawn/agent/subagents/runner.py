@@ -16,7 +16,7 @@ import asyncio
 import contextvars
 import dataclasses
 import time
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Coroutine, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -27,7 +27,7 @@ from langgraph.graph.state import CompiledStateGraph
 
 from fawn.agent.context import RunContext
 from fawn.agent.middleware._results import content_text
-from fawn.agent.subagents.status import CONTRACT_STOP_REASONS, SubagentStatus, TokenUsage
+from fawn.agent.subagents.status import SubagentStatus, TokenUsage
 from fawn.agent.subagents.types import SubagentType
 
 #: ``on_step(message, index, usage so far)``: called for each new AI answer or tool result.
@@ -59,15 +59,20 @@ class _Usage(UsageMetadataCallbackHandler):
         return totals
 
 
+Step = tuple[BaseMessage, int, TokenUsage]
+
+
 @dataclass(kw_only=True)
 class _Progress:
+    """New steps of the sub-agent's conversation, in order, numbered from 1."""
+
     usage: _Usage
-    on_step: StepCallback
     seen: set[str] = dataclasses.field(default_factory=set)
     steps: int = 0
     last: AIMessage | None = None
 
-    async def observe(self, messages: list[AnyMessage]) -> None:
+    def new_steps(self, messages: list[AnyMessage]) -> list[Step]:
+        found: list[Step] = []
         for message in messages:
             if not isinstance(message, AIMessage | ToolMessage) or message.id in self.seen:
                 continue
@@ -76,7 +81,8 @@ class _Progress:
             self.steps += 1
             if isinstance(message, AIMessage):
                 self.last = message
-            await self.on_step(message, self.steps, self.usage.totals())
+            found.append((message, self.steps, self.usage.totals()))
+        return found
 
 
 def _finished(last: AIMessage | None) -> tuple[SubagentStatus, str | None, str | None, str | None]:
@@ -91,17 +97,25 @@ def _finished(last: AIMessage | None) -> tuple[SubagentStatus, str | None, str |
     stop = str(stop_reason) if stop_reason else None
     if stop == "empty_response" or not text:
         return "failed", None, "the sub-agent returned no answer", stop
-    if stop in CONTRACT_STOP_REASONS:
-        return "completed", text, None, stop
     return "completed", text, None, stop
 
 
 class SubagentRunner:
     """Runs sub-agents of the configured types."""
 
-    def __init__(self, graphs: Mapping[str, Graph], types: Mapping[str, SubagentType]) -> None:
+    def __init__(
+        self,
+        graphs: Mapping[str, Graph],
+        types: Mapping[str, SubagentType],
+        model_name: Callable[[str | None], str],
+    ) -> None:
         self._graphs = dict(graphs)
         self.types = dict(types)
+        self._model_name = model_name
+
+    def model_name(self, context: RunContext) -> str:
+        """The configured name of the model the sub-agent uses (the default one if unset)."""
+        return self._model_name(context.model_name)
 
     def context_for(self, kind: SubagentType, parent: RunContext, task_id: str) -> RunContext:
         """The parent's context for a sub-agent: same thread, run, user and token meter; no
@@ -121,7 +135,7 @@ class SubagentRunner:
         context: RunContext,
         on_step: StepCallback,
     ) -> SubagentOutcome:
-        progress = _Progress(usage=_Usage(), on_step=on_step)
+        progress = _Progress(usage=_Usage())
         started = time.monotonic()
         graph = self._graphs[kind.name]
         config: Any = {
@@ -134,28 +148,33 @@ class SubagentRunner:
                 "task_id": context.subagent_task_id,
             },
         }
+        steps: asyncio.Queue[Step | None] = asyncio.Queue()
 
         async def drive() -> None:
-            async for values in graph.astream(
-                {"messages": [HumanMessage(content=prompt)]},
-                config,
-                context=context,
-                stream_mode="values",
-            ):
-                await progress.observe(list(values.get("messages") or []))
+            try:
+                async for values in graph.astream(
+                    {"messages": [HumanMessage(content=prompt)]},
+                    config,
+                    context=context,
+                    stream_mode="values",
+                ):
+                    for step in progress.new_steps(list(values.get("messages") or [])):
+                        steps.put_nowait(step)
+            finally:
+                steps.put_nowait(None)
 
         def outcome(status: SubagentStatus, **fields: Any) -> SubagentOutcome:
             return SubagentOutcome(
                 status=status,
                 usage=progress.usage.totals(),
-                model_name=context.model_name or "",
+                model_name=self.model_name(context),
                 steps=progress.steps,
                 duration_ms=round((time.monotonic() - started) * 1000),
                 **fields,
             )
 
         try:
-            await _isolated(drive(), timeout=kind.timeout_seconds)
+            await _isolated(drive(), steps, on_step, timeout=kind.timeout_seconds)
         except TimeoutError:
             return outcome("timed_out", error=f"no answer within {kind.timeout_seconds:g} s")
         except GraphRecursionError:
@@ -168,19 +187,23 @@ class SubagentRunner:
         return outcome(status, result=result, error=error, stop_reason=stop)
 
 
-async def _isolated(work: Awaitable[None], *, timeout: float) -> None:  # noqa: ASYNC109
-    """Await ``work`` in a task with an empty context, within ``timeout`` seconds; on
-    timeout or cancellation the task is cancelled and awaited before this returns."""
-
-    async def wrapped() -> None:
-        await work
-
-    task = asyncio.get_running_loop().create_task(wrapped(), context=contextvars.Context())
+async def _isolated(
+    work: Coroutine[Any, Any, None],
+    steps: asyncio.Queue[Step | None],
+    on_step: StepCallback,
+    *,
+    timeout: float,  # noqa: ASYNC109
+) -> None:
+    """Run ``work`` in a task with an empty context, reporting its ``steps`` from this one
+    (where the run's stream writer and callbacks live), within ``timeout`` seconds. On
+    timeout, cancellation or error the task is cancelled and awaited before this returns."""
+    task = asyncio.get_running_loop().create_task(work, context=contextvars.Context())
     try:
         async with asyncio.timeout(timeout):
+            while (step := await steps.get()) is not None:
+                await on_step(*step)
             await asyncio.shield(task)
     except BaseException:
         task.cancel()
         await asyncio.wait([task])
         raise
-    task.result()

@@ -167,7 +167,7 @@ async def _delegate(
 ) -> SubagentOutcome:
     call_id = tool_call_id(runtime)
     context = runner.context_for(kind, run_context(runtime), call_id)
-    report = _Reporter(runtime, call_id, context.model_name or "")
+    report = _Reporter(runtime, call_id, runner.model_name(context))
     report.stream("task_started", description=description, subagent_type=kind.name)
     await report.journal("subagent_started", subagent_type=kind.name, description=description)
     try:
