@@ -70,6 +70,13 @@ async def journal(server: LiveServer, tid: str, rid: str) -> list[dict[str, Any]
     return events
 
 
+async def outcome(server: LiveServer, tid: str, rid: str) -> tuple[str, str]:
+    """The run's (status, stop reason) as its journal closed it."""
+    entries = await journal(server, tid, rid)
+    finished = next(e["data"] for e in entries if e["kind"] == "run_finished")
+    return finished["status"], finished["stop_reason"]
+
+
 def script_subagent(stub: StubServerThread, key: str, part: str) -> None:
     stub.add_script(
         f"{key}-{part}",
@@ -202,3 +209,161 @@ class _AnyStr:
 
 
 ANY_STR = _AnyStr()
+
+
+def processes_with(marker: str) -> list[int]:
+    """Host processes whose command line carries ``marker`` (a sandbox command's text is
+    in the argv of its bwrap and its shell)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            cmdline = (entry / "cmdline").read_bytes()
+        except OSError:
+            continue
+        if marker.encode() in cmdline:
+            found.append(int(entry.name))
+    return found
+
+
+async def wait_for(predicate: Any, what: str, timeout: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        await asyncio.sleep(0.05)
+
+
+async def test_cancelling_the_parent_stops_every_subagent_and_its_commands(
+    sqlite_server: LiveServer, lg: LangGraphClient, stub: StubServerThread, key: str
+) -> None:
+    marker = f"{key}-sleeper"
+    stub.add_script(key, [{"tool_calls": [task(key, p) for p in "abc"]}, {"content": "never"}])
+    workspace = "/mnt/user-data/workspace"
+    for part in "abc":
+        command = f"sleep 300; echo late > {workspace}/late-{part}.txt # {marker}"
+        stub.add_script(f"{key}-{part}", [{"tool_calls": [bash(command)]}, {"content": "no"}])
+    tid = (await lg.threads.create())["thread_id"]
+    run = await lg.runs.create(tid, "lead_agent", input=user(key), context=SUBAGENTS)
+
+    await wait_for(lambda: len(processes_with(marker)) >= 6, "the three sleeps to start")
+    cancelled_at = time.monotonic()
+    await lg.runs.cancel(tid, run["run_id"])
+    await wait_for(lambda: not processes_with(marker), "the sleeps to be killed")
+    stopped_after = time.monotonic() - cancelled_at
+    print(f"sub-agent commands gone {stopped_after:.3f} s after the cancel request")
+
+    await lg.runs.join(tid, run["run_id"])
+    record = await lg.runs.get(tid, run["run_id"])
+    assert record["status"] == "interrupted"
+    entries = await journal(sqlite_server, tid, run["run_id"])
+    finished = [e["data"] for e in entries if e["kind"] == "subagent_finished"]
+    assert sorted(finished, key=lambda d: d["task_id"]) == [
+        {"task_id": f"call_{p}", "subagent_type": "bash", "status": "cancelled"} for p in "abc"
+    ]
+    user_data = sqlite_server.data_dir / "threads" / tid / "user-data" / "workspace"
+    assert not list(user_data.glob("late-*.txt"))
+    state = await lg.threads.get_state(tid)
+    assert [d["status"] for d in state["values"]["delegations"]] == ["in_progress"] * 3
+
+    # the next run on the thread closes the abandoned delegations
+    stub.add_script(f"{key}-next", ["fine"])
+    await lg.runs.wait(tid, "lead_agent", input=user(f"{key}-next"))
+    state = await lg.threads.get_state(tid)
+    assert [d["status"] for d in state["values"]["delegations"]] == ["cancelled"] * 3
+
+
+async def test_a_model_that_keeps_delegating_past_the_run_total_is_capped(
+    sqlite_server: LiveServer, lg: LangGraphClient, stub: StubServerThread, key: str
+) -> None:
+    # the run total is 6 (subagents.max_total_per_run's default): 3 + 3, then one more
+    stub.add_script(
+        key,
+        [
+            {"tool_calls": [task(key, p) for p in ("a", "b", "c")]},
+            {"tool_calls": [task(key, p) for p in ("d", "e", "f")]},
+            {"content": "still going", "tool_calls": [task(key, "g")]},
+        ],
+    )
+    for part in "abcdef":
+        stub.add_script(f"{key}-{part}", [f"did {part}"])
+    tid = (await lg.threads.create())["thread_id"]
+    run = await lg.runs.create(tid, "lead_agent", input=user(key), context=SUBAGENTS)
+    await lg.runs.join(tid, run["run_id"])
+    values = (await lg.threads.get_state(tid))["values"]
+
+    assert [m["content"] for m in tool_messages(values)] == [
+        f"Task Succeeded. Result: did {p}" for p in "abcdef"
+    ]
+    last = values["messages"][-1]
+    assert (last["type"], last["tool_calls"]) == ("ai", [])
+    assert last["content"] == (
+        "still going\n\n[Stopped: this run already used its 6 sub-agent tasks and asked for more.]"
+    )
+    assert last["additional_kwargs"]["fawn_stop_reason"] == "subagent_limit_capped"
+    assert await outcome(sqlite_server, tid, run["run_id"]) == ("success", "subagent_limit_capped")
+
+
+async def test_without_subagent_enabled_the_task_tool_is_hidden_and_refused(
+    lg: LangGraphClient, stub: StubServerThread, key: str
+) -> None:
+    stub.add_script(key, [{"tool_calls": [task(key, "a")]}, {"content": "ok"}])
+    tid = (await lg.threads.create())["thread_id"]
+
+    values = await lg.runs.wait(tid, "lead_agent", input=user(key))
+
+    assert isinstance(values, dict)
+    assert [(m["status"], m["content"]) for m in tool_messages(values)] == [
+        (
+            "error",
+            "Error: task is not available in this run: sub-agents are off (the run has "
+            "subagent_enabled=false)",
+        )
+    ]
+    offered = [t["function"]["name"] for t in stub.requests_for(key)[0]["tools"]]
+    assert "task" not in offered
+    assert values["delegations"] == []
+
+
+async def test_unknown_types_fail_and_general_purpose_gets_every_tool_but_the_leads(
+    lg: LangGraphClient, stub: StubServerThread, key: str
+) -> None:
+    stub.add_script(
+        key,
+        [
+            {"tool_calls": [task(key, "a", "general-purpose"), task(key, "b", "wizard")]},
+            {"content": "ok"},
+        ],
+    )
+    stub.add_script(f"{key}-a", ["general answer"])
+    tid = (await lg.threads.create())["thread_id"]
+
+    values = await lg.runs.wait(tid, "lead_agent", input=user(key), context=SUBAGENTS)
+
+    assert isinstance(values, dict)
+    results = tool_messages(values)
+    assert [(m["status"], m["content"]) for m in results] == [
+        ("success", "Task Succeeded. Result: general answer"),
+        (
+            "error",
+            "Task failed. Error: unknown subagent_type 'wizard'; available: general-purpose, bash",
+        ),
+    ]
+    assert results[1]["additional_kwargs"] == {
+        "subagent_status": "failed",
+        "subagent_error": "unknown subagent_type 'wizard'; available: general-purpose, bash",
+    }
+    sub_request = stub.requests_for(f"{key}-a")[0]
+    assert sorted(t["function"]["name"] for t in sub_request["tools"]) == [
+        "bash",
+        "glob",
+        "grep",
+        "ls",
+        "read_file",
+        "str_replace",
+        "write_file",
+    ]
+    # the sub-agent saw its own prompt, never the lead's conversation
+    assert [m["role"] for m in sub_request["messages"]] == ["system", "user"]
+    assert sub_request["messages"][1]["content"] == f"{key}-a: produce part a"
+    assert [d["status"] for d in values["delegations"]] == ["completed", "failed"]

@@ -173,7 +173,10 @@ async def _delegate(
     try:
         outcome = await runner.run(kind, prompt, context, report.step)
     except asyncio.CancelledError:
+        # The sub-agent has stopped (the runner awaited it). The stream may already be
+        # gone; the journal is written when the run is finalized.
         report.stream("task_cancelled", error="the run was cancelled")
+        await report.journal("subagent_finished", subagent_type=kind.name, status="cancelled")
         raise
     event: dict[str, Any] = {"usage": outcome.usage}
     if outcome.status == "completed":
