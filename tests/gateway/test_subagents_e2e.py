@@ -21,7 +21,7 @@ from langgraph_sdk import get_client
 from langgraph_sdk.client import LangGraphClient
 
 from fawn.testing import StubServerThread
-from tests.runs.runs_helpers import ANY_INT, ANY_ISO
+from tests.runs.runs_helpers import ANY_INT
 from tests.support.live import LiveServer
 
 pytestmark = pytest.mark.bwrap
@@ -227,8 +227,8 @@ def processes_with(marker: str) -> list[int]:
     return found
 
 
-async def wait_for(predicate: Any, what: str, timeout: float = 60.0) -> None:
-    deadline = time.monotonic() + timeout
+async def wait_for(predicate: Any, what: str, seconds: float = 60.0) -> None:
+    deadline = time.monotonic() + seconds
     while not predicate():
         assert time.monotonic() < deadline, f"timed out waiting for {what}"
         await asyncio.sleep(0.05)

@@ -79,9 +79,10 @@ class _Progress:
             if message.id is not None:
                 self.seen.add(message.id)
             self.steps += 1
-            if isinstance(message, AIMessage):
-                self.last = message
             found.append((message, self.steps, self.usage.totals()))
+        # the latest version: a middleware may replace an answer under the same id
+        answers = [m for m in messages if isinstance(m, AIMessage)]
+        self.last = answers[-1] if answers else self.last
         return found
 
 
