@@ -176,8 +176,9 @@ class ThreadState(AgentState[Any]):
     todos: Annotated[NotRequired[list[Todo] | None], merge_todos]
     uploaded_files: NotRequired[list[UploadedFile] | None]
     viewed_images: Annotated[NotRequired[dict[str, ViewedImage]], merge_viewed_images]
-    delegations: Annotated[NotRequired[list[DelegationEntry]], merge_delegations]
-    read_files: Annotated[NotRequired[dict[str, str]], merge_read_files]
+    # Optional types: the channels stay out of the values until first written.
+    delegations: Annotated[NotRequired[list[DelegationEntry] | None], merge_delegations]
+    read_files: Annotated[NotRequired[dict[str, str] | None], merge_read_files]
 
 
 # What a client may write to each channel (``None`` is "no change" for the reducer channels).

@@ -4,25 +4,30 @@ Providers say why generation stopped (OpenAI ``finish_reason``, Anthropic ``stop
 Gemini ``finish_reason``). When the model hit its output limit the answer is cut short, and
 tool calls in it may carry truncated arguments (half a file for ``write_file``); when a
 safety filter stopped it, the answer may be empty or partial. Either way the message is
-kept (same id, for the record), its tool calls are not executed, and
+kept (same id, for the record), its tool calls are dropped before anything sees them, and
 ``additional_kwargs["fawn_stop_reason"]`` says ``model_length_capped`` or ``safety_capped``:
-the run worker records that as the run's stop reason, and the run ends there.
+the run worker records that as the run's stop reason. With no tool calls left the answer is
+final and the run ends there.
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Awaitable, Callable
 from typing import Any
 
-from langchain.agents.middleware import hook_config
+from langchain.agents.middleware import ModelRequest, ModelResponse
 from langchain_core.messages import AIMessage
-from langgraph.runtime import Runtime
 
 from fawn.agent.context import RunContext
-from fawn.agent.middleware._results import final_answer, has_visible_text
+from fawn.agent.middleware._results import (
+    answer_of,
+    final_answer,
+    has_visible_text,
+    replace_answer,
+)
 from fawn.agent.middleware._shared import run_context
 from fawn.agent.middleware.chain import ChainMiddleware, Placement, Stage
-from fawn.agent.state import ThreadState
 
 log = logging.getLogger(__name__)
 
@@ -69,29 +74,29 @@ def _marked(message: AIMessage, stop_reason: str) -> AIMessage:
 
 
 class FinishReasonMiddleware(ChainMiddleware):
-    # After the loop and budget checks (and the capability stage's sub-agent limit): its
-    # after_model runs before theirs, so they count the answer as it stands once capped.
+    # Inside the other model-call wrappers: they see the answer once it is marked.
     placement = Placement(
         name="finish_reasons",
         stage=Stage.CONTROL,
         after=frozenset({"loop_detection", "token_budget"}),
     )
 
-    @hook_config(can_jump_to=["end"])
-    async def aafter_model(
-        self, state: ThreadState, runtime: Runtime[RunContext]
-    ) -> dict[str, Any] | None:
-        messages = state["messages"]
-        last = messages[-1] if messages else None
-        if not isinstance(last, AIMessage) or "fawn_stop_reason" in last.additional_kwargs:
-            return None
-        stop_reason = capped_reason(last)
+    async def awrap_model_call(
+        self,
+        request: ModelRequest[RunContext],
+        handler: Callable[[ModelRequest[RunContext]], Awaitable[ModelResponse[Any]]],
+    ) -> ModelResponse[Any] | AIMessage:
+        response = await handler(request)
+        answer = answer_of(response)
+        if answer is None or "fawn_stop_reason" in answer.additional_kwargs:
+            return response
+        stop_reason = capped_reason(answer)
         if stop_reason is None:
-            return None
+            return response
         log.warning(
             "run %s: the model stopped with finish reason %r (%s)",
-            run_context(runtime).run_id,
-            provider_finish_reason(last),
+            run_context(request.runtime).run_id,
+            provider_finish_reason(answer),
             stop_reason,
         )
-        return {"messages": [_marked(last, stop_reason)], "jump_to": "end"}
+        return replace_answer(response, _marked(answer, stop_reason))

@@ -10,7 +10,7 @@ for more once the run's total is spent gets its answer ended (same id, tool call
 with ``additional_kwargs["fawn_stop_reason"] = "subagent_limit_capped"``.
 
 A delegation left ``in_progress`` by an earlier run (cancelled while its sub-agents
-worked) is closed as ``cancelled`` when the next run on the thread starts.
+worked) is closed as ``cancelled`` after the next run's first model answer.
 """
 
 from __future__ import annotations
@@ -64,6 +64,15 @@ def delegation(call: ToolCall, run_id: str) -> DelegationEntry:
     }
 
 
+def _abandoned(state: ThreadState, run_id: str) -> list[DelegationEntry]:
+    """Delegations an earlier run left in progress (it was cancelled meanwhile), closed."""
+    return [
+        {**e, "status": "cancelled"}
+        for e in state.get("delegations") or []
+        if e["status"] == "in_progress" and e.get("run_id") != run_id
+    ]
+
+
 def _task_calls(message: AIMessage) -> Sequence[ToolCall]:
     return [c for c in message.tool_calls if c["name"] == TASK and c.get("id")]
 
@@ -79,17 +88,6 @@ class SubagentLimitMiddleware(ChainMiddleware):
         super().__init__()
         self._settings = settings
 
-    async def abefore_agent(
-        self, state: ThreadState, runtime: Runtime[RunContext]
-    ) -> dict[str, Any] | None:
-        run_id = run_context(runtime).run_id
-        stale = [
-            {**e, "status": "cancelled"}
-            for e in state.get("delegations") or []
-            if e["status"] == "in_progress" and e.get("run_id") != run_id
-        ]
-        return {"delegations": stale} if stale else None
-
     async def awrap_model_call(
         self,
         request: ModelRequest[RunContext],
@@ -104,13 +102,12 @@ class SubagentLimitMiddleware(ChainMiddleware):
         self, state: ThreadState, runtime: Runtime[RunContext]
     ) -> dict[str, Any] | None:
         context = run_context(runtime)
+        stale = _abandoned(state, context.run_id)
         messages = state["messages"]
         last = messages[-1] if messages else None
-        if not context.subagent_enabled or not isinstance(last, AIMessage):
-            return None
-        calls = _task_calls(last)
-        if not calls:
-            return None
+        calls = _task_calls(last) if isinstance(last, AIMessage) else []
+        if not (context.subagent_enabled and isinstance(last, AIMessage) and calls):
+            return {"delegations": stale} if stale else None
         remaining = self._settings.max_total_per_run - len(run_delegations(state, context.run_id))
         if remaining <= 0:
             log.warning("run %s: sub-agent total reached; ending the run", context.run_id)
@@ -119,9 +116,10 @@ class SubagentLimitMiddleware(ChainMiddleware):
                 "sub-agent tasks and asked for more.]"
             )
             capped = final_answer(last, notice, fawn_stop_reason=SUBAGENT_LIMIT_CAPPED)
-            return {"messages": [capped], "jump_to": "end"}
+            update: dict[str, Any] = {"messages": [capped], "jump_to": "end"}
+            return {**update, "delegations": stale} if stale else update
         admitted = calls[: min(concurrency(context, self._settings), remaining)]
-        return {"delegations": [delegation(c, context.run_id) for c in admitted]}
+        return {"delegations": [*stale, *(delegation(c, context.run_id) for c in admitted)]}
 
     def _refused(self, request: ToolCallRequest) -> ToolMessage | None:
         context = run_context(request.runtime)
