@@ -281,7 +281,7 @@ def test_read_files_keep_the_latest_version_of_each_path(
 
 def test_read_files_are_bounded_and_drop_the_least_recent() -> None:
     paths = [f"/mnt/user-data/workspace/{n}" for n in range(MAX_READ_FILES + 3)]
-    merged = merge_read_files(None, {p: "d" for p in paths})
+    merged = merge_read_files(None, dict.fromkeys(paths, "d"))
     merged = merge_read_files(merged, {paths[3]: "e"})  # touched again: now the newest
     merged = merge_read_files(merged, {"/mnt/user-data/workspace/new": "d"})
     assert len(merged) == MAX_READ_FILES
