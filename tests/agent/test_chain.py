@@ -137,7 +137,6 @@ def test_the_compiled_graph_runs_the_hooks_in_chain_order(tmp_path: Path) -> Non
         "sandbox",
         "thread_data",
         "uploads",
-        "subagent_limit",
     ]
 
 
