@@ -14,9 +14,9 @@ import pytest
 from langgraph_sdk import get_client
 from langgraph_sdk.client import LangGraphClient
 
-from fawn.testing import StubServerThread
 from tests.conftest import base_config
 from tests.support.live import LiveServer
+from tests.support.openai_stub import StubServerThread
 
 pytestmark = pytest.mark.bwrap
 

@@ -20,9 +20,9 @@ import pytest
 from langgraph_sdk import get_client
 from langgraph_sdk.client import LangGraphClient
 
-from fawn.testing import StubServerThread
 from tests.runs.runs_helpers import ANY_INT
 from tests.support.live import LiveServer
+from tests.support.openai_stub import StubServerThread
 
 pytestmark = pytest.mark.bwrap
 
