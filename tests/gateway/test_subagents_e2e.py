@@ -241,12 +241,14 @@ async def test_cancelling_the_parent_stops_every_subagent_and_its_commands(
     stub.add_script(key, [{"tool_calls": [task(key, p) for p in "abc"]}, {"content": "never"}])
     workspace = "/mnt/user-data/workspace"
     for part in "abc":
-        command = f"sleep 300; echo late > {workspace}/late-{part}.txt # {marker}"
+        command = f"sleep 300; echo late > {workspace}/late-{part}.txt # {marker}-{part}"
         stub.add_script(f"{key}-{part}", [{"tool_calls": [bash(command)]}, {"content": "no"}])
     tid = (await lg.threads.create())["thread_id"]
     run = await lg.runs.create(tid, "lead_agent", input=user(key), context=SUBAGENTS)
 
-    await wait_for(lambda: len(processes_with(marker)) >= 6, "the three sleeps to start")
+    await wait_for(
+        lambda: all(processes_with(f"{marker}-{p}") for p in "abc"), "the three sleeps to start"
+    )
     cancelled_at = time.monotonic()
     await lg.runs.cancel(tid, run["run_id"])
     await wait_for(lambda: not processes_with(marker), "the sleeps to be killed")
