@@ -10,7 +10,10 @@ start, whatever the machine's speed.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import os
 import shutil
+import signal
 
 import pytest
 
@@ -33,14 +36,19 @@ async def test_a_cancel_during_the_start_leaves_nothing_running(
     make_provider: ProviderFactory, turns: int
 ) -> None:
     sandbox: LocalSandbox = await make_provider().acquire("t")
-    sleep = unique_sleep()
+    # far longer than the generous wait below: a call that waits for the command is caught
+    sleep = unique_sleep().replace("sleep 60.", "sleep 900.")
     task = asyncio.create_task(sandbox.execute(sleep))
     for _ in range(turns):
         await asyncio.sleep(0)
     task.cancel()
 
-    done, _ = await asyncio.wait([task], timeout=30)
-
-    assert done, "the cancelled call kept waiting for the command"
-    assert task.cancelled() or task.exception() is None
-    await wait_until(lambda: not processes_running(sleep), within=10.0)
+    try:
+        done, _ = await asyncio.wait([task], timeout=120)
+        assert done, "the cancelled call kept waiting for the command"
+        assert task.cancelled() or task.exception() is None
+        await wait_until(lambda: not processes_running(sleep), within=30.0)
+    finally:
+        for pid in processes_running(sleep):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
