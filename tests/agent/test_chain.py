@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from fawn.agent.lead import lead_middleware
+from fawn.agent.lead import lead_middleware, subagent_middleware
 from fawn.agent.middleware.chain import (
     ChainMiddleware,
     ConstraintViolation,
@@ -22,6 +22,7 @@ from fawn.agent.middleware.chain import (
     chain_names,
 )
 from fawn.agent.models import ModelFactory
+from fawn.agent.subagents.types import builtin_types
 from fawn.config.settings import AppConfig
 from fawn.sandbox.local import LocalSandboxProvider
 from tests.agent.middleware.harness import make_harness, model_entry
@@ -35,12 +36,43 @@ LEAD_CHAIN = [
     "dangling_tool_call_repair",
     "model_error_handling",
     "tool_error_handling",
+    "tool_result_sanitization",
+    "tool_output_budget",
+    "dynamic_context",
     "summarization",
     "title",
+    "read_before_write",
+    "subagent_limit",
     "todo_list",
     "view_image",
     "loop_detection",
+    "terminal_response",
+    "token_budget",
+    "finish_reasons",
+    "system_message_coalescing",
     "clarification",
+]
+
+#: A sub-agent runs the lead's controls without the thread resources, title and
+#: clarification, and with its turn limit.
+SUBAGENT_CHAIN = [
+    "model_selection",
+    "input_sanitization",
+    "model_error_handling",
+    "tool_error_handling",
+    "tool_result_sanitization",
+    "tool_output_budget",
+    "dynamic_context",
+    "read_before_write",
+    "subagent_limit",
+    "todo_list",
+    "view_image",
+    "loop_detection",
+    "terminal_response",
+    "token_budget",
+    "finish_reasons",
+    "system_message_coalescing",
+    "turn_limit",
 ]
 
 
@@ -55,6 +87,29 @@ def _lead_chain(tmp_path: Path) -> list[ChainMiddleware]:
 
 def test_the_lead_chain_order_is_pinned(tmp_path: Path) -> None:
     assert chain_names(_lead_chain(tmp_path)) == LEAD_CHAIN
+
+
+def test_the_subagent_chain_order_is_pinned(tmp_path: Path) -> None:
+    config = AppConfig.model_validate({"data_dir": str(tmp_path)})
+    sandbox = LocalSandboxProvider(tmp_path, config.sandbox)
+    for kind in builtin_types(config.subagents):
+        chain = subagent_middleware(config, ModelFactory(config), sandbox, kind)
+        assert chain_names(chain) == SUBAGENT_CHAIN
+
+
+def test_controls_switched_off_leave_the_chain(tmp_path: Path) -> None:
+    config = AppConfig.model_validate(
+        {
+            "data_dir": str(tmp_path),
+            "controls": {"read_before_write": False, "dynamic_context": False},
+        }
+    )
+    chain = lead_middleware(
+        config, ModelFactory(config), LocalSandboxProvider(tmp_path, config.sandbox)
+    )
+    assert chain_names(chain) == [
+        n for n in LEAD_CHAIN if n not in {"read_before_write", "dynamic_context"}
+    ]
 
 
 def test_the_order_comes_from_the_declarations_not_the_list(tmp_path: Path) -> None:

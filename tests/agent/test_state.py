@@ -12,12 +12,17 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import END, START, StateGraph
 
 from fawn.agent.state import (
+    MAX_DELEGATIONS,
+    MAX_READ_FILES,
     SERVER_CHANNELS,
     STATE_CHANNELS,
+    DelegationEntry,
     InvalidStateUpdate,
     SandboxConflictError,
     ThreadState,
     merge_artifacts,
+    merge_delegations,
+    merge_read_files,
     merge_sandbox,
     merge_todos,
     merge_viewed_images,
@@ -164,6 +169,126 @@ def test_merge_viewed_images_is_associative_without_clears(a: Any, b: Any, c: An
     assert left == right
 
 
+# -- delegations ----------------------------------------------------------------------------
+
+STATUSES = ["in_progress", "completed", "failed", "cancelled", "timed_out", "polling_timed_out"]
+TERMINAL = set(STATUSES) - {"in_progress"}
+
+
+def delegation_entry(task: str, status: str, at: str, brief: str = "") -> DelegationEntry:
+    entry: DelegationEntry = {
+        "id": task,
+        "run_id": "r1",
+        "description": f"do {task}",
+        "subagent_type": "bash",
+        "status": status,  # type: ignore[typeddict-item]
+        "created_at": at,
+    }
+    if brief:
+        entry["result_brief"] = brief
+    return entry
+
+
+entries = st.builds(
+    delegation_entry,
+    task=st.sampled_from(["t1", "t2", "t3", "t4"]),
+    status=st.sampled_from(STATUSES),
+    at=st.sampled_from(["2026-01-01T00:00:00", "2026-01-02T00:00:00"]),
+    brief=st.sampled_from(["", "r"]),
+)
+batches = st.lists(entries, max_size=6)
+
+
+def fold(updates: list[list[DelegationEntry]]) -> list[DelegationEntry]:
+    ledger: list[DelegationEntry] = []
+    for update in updates:
+        ledger = merge_delegations(ledger, update)
+    return ledger
+
+
+@given(updates=st.lists(batches, max_size=6))
+def test_delegations_keep_one_entry_per_task_in_first_seen_order(
+    updates: list[list[DelegationEntry]],
+) -> None:
+    ledger = fold(updates)
+    ids = [e["id"] for e in ledger]
+    assert ids == unique_in_order([e["id"] for batch in updates for e in batch])
+    for entry in ledger:
+        first = next(e for b in updates for e in b if e["id"] == entry["id"])
+        assert entry["created_at"] == first["created_at"]
+
+
+@given(updates=st.lists(batches, max_size=6))
+def test_a_terminal_status_is_never_overwritten_by_a_stale_in_progress_update(
+    updates: list[list[DelegationEntry]],
+) -> None:
+    ledger = fold(updates)
+    for entry in ledger:
+        writes = [e for b in updates for e in b if e["id"] == entry["id"]]
+        terminal = [e for e in writes if e["status"] in TERMINAL]
+        if terminal:
+            # the latest terminal version wins, whatever in-progress writes came after it
+            assert entry["status"] == terminal[-1]["status"]
+            assert entry.get("result_brief") == terminal[-1].get("result_brief")
+        else:
+            assert entry["status"] == "in_progress"
+
+
+@given(existing=batches)
+def test_an_empty_or_missing_delegation_update_keeps_the_ledger(
+    existing: list[DelegationEntry],
+) -> None:
+    ledger = merge_delegations(None, existing)
+    assert merge_delegations(ledger, None) == ledger
+    assert merge_delegations(ledger, []) == ledger
+    assert merge_delegations(ledger, ledger) == ledger
+
+
+@given(a=batches, b=batches, c=batches)
+def test_merging_delegations_in_one_step_or_several_agrees(
+    a: list[DelegationEntry], b: list[DelegationEntry], c: list[DelegationEntry]
+) -> None:
+    assert merge_delegations(merge_delegations(a, b), c) == merge_delegations(a, [*b, *c])
+
+
+def test_the_delegation_ledger_is_bounded_and_drops_the_oldest() -> None:
+    many = [delegation_entry(f"t{n}", "completed", "2026") for n in range(MAX_DELEGATIONS + 5)]
+    ledger = merge_delegations(None, many)
+    assert [e["id"] for e in ledger] == [f"t{n}" for n in range(5, MAX_DELEGATIONS + 5)]
+
+
+# -- read_files -----------------------------------------------------------------------------
+
+versions = st.dictionaries(
+    st.sampled_from([f"/mnt/user-data/workspace/{n}" for n in "abcd"]),
+    st.sampled_from(["d1", "d2", "d3"]),
+    max_size=4,
+)
+
+
+@given(updates=st.lists(st.none() | versions, max_size=6))
+def test_read_files_keep_the_latest_version_of_each_path(
+    updates: list[dict[str, str] | None],
+) -> None:
+    merged: dict[str, str] = {}
+    for update in updates:
+        merged = merge_read_files(merged, update)
+    expected: dict[str, str] = {}
+    for update in updates:
+        expected.update(update or {})
+    assert merged == expected
+
+
+def test_read_files_are_bounded_and_drop_the_least_recent() -> None:
+    paths = [f"/mnt/user-data/workspace/{n}" for n in range(MAX_READ_FILES + 3)]
+    merged = merge_read_files(None, dict.fromkeys(paths, "d"))
+    merged = merge_read_files(merged, {paths[3]: "e"})  # touched again: now the newest
+    merged = merge_read_files(merged, {"/mnt/user-data/workspace/new": "d"})
+    assert len(merged) == MAX_READ_FILES
+    assert list(merged)[-2:] == [paths[3], "/mnt/user-data/workspace/new"]
+    assert paths[4] not in merged and paths[5] in merged
+
+
 # -- validate_update ------------------------------------------------------------------------
 
 
@@ -176,7 +301,7 @@ def test_state_channels() -> None:
         "uploaded_files",
         "viewed_images",
     } == STATE_CHANNELS
-    assert {"sandbox", "thread_data"} == SERVER_CHANNELS
+    assert {"sandbox", "thread_data", "delegations", "read_files"} == SERVER_CHANNELS
     # Every ThreadState channel but LangChain's agent-loop internals is one or the other.
     internals = {"jump_to", "structured_response"}
     assert set(ThreadState.__annotations__) - internals == STATE_CHANNELS | SERVER_CHANNELS

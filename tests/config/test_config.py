@@ -4,6 +4,7 @@ the DeerFlow-compatible ``models:`` list, and the ``fawn`` command line around i
 from __future__ import annotations
 
 import os
+import re
 import socket
 import sqlite3
 import subprocess
@@ -140,8 +141,8 @@ def test_unknown_top_level_section_is_an_error_naming_it() -> None:
     with pytest.raises(ConfigError) as raised:
         parse_config({"server": {}, "tools": [], "memory": {}}, {})
     assert str(raised.value) == (
-        "unknown config section(s): memory, tools (known: agent, data_dir, database, models, "
-        "runs, sandbox, server, streams, summarization, title, uploads)"
+        "unknown config section(s): memory, tools (known: agent, controls, data_dir, database, "
+        "models, runs, sandbox, server, streams, subagents, summarization, title, uploads)"
     )
 
 
@@ -355,3 +356,29 @@ def test_help_describes_every_option(tmp_path: Path) -> None:
     upgrade_help = " ".join(upgrade.stdout.split())
     assert "--config CONFIG config file" in upgrade_help
     assert "--data-dir DATA_DIR where SQLite files" in upgrade_help
+
+
+@pytest.mark.parametrize(
+    ("raw", "message"),
+    [
+        ({"subagents": {"max_concurrent": 5}}, "max_concurrent"),
+        (
+            {
+                "subagents": {
+                    "custom_agents": [
+                        {"name": "bash", "description": "d", "system_prompt": "p"},
+                    ]
+                }
+            },
+            "the name 'bash' is taken",
+        ),
+        (
+            {"controls": {"tool_output_max_chars": 1000, "tool_output_excerpt_chars": 600}},
+            "tool_output_excerpt_chars must be less than half",
+        ),
+        ({"controls": {"max_run_tokens": 0}}, "max_run_tokens"),
+    ],
+)
+def test_subagent_and_control_limits_are_checked(raw: dict[str, Any], message: str) -> None:
+    with pytest.raises(ConfigError, match=re.escape(message)):
+        parse_config(raw, {})

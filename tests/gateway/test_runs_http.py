@@ -123,11 +123,12 @@ async def test_create_response_headers(server: LiveServer, stub: Any, key: str) 
 @pytest.mark.parametrize(
     ("extra", "detail"),
     [
+        ({"context": {"subagent_enabled": "yes"}}, "subagent_enabled must be of type bool"),
         (
-            {"context": {"subagent_enabled": True}},
-            containing("subagent_enabled=true is not supported"),
+            {"context": {"max_concurrent_subagents": 5}},
+            "max_concurrent_subagents must be between 1 and 4",
         ),
-        ({"config": {"configurable": {"subagent_enabled": True}}}, containing("subagent_enabled")),
+        ({"context": {"max_concurrent_subagents": 0}}, containing("between 1 and 4")),
         ({"webhook": "http://example.invalid/hook"}, "webhook: webhooks are not supported"),
         ({"after_seconds": 5}, "after_seconds: delayed runs (after_seconds) are not supported"),
         ({"feedback_keys": ["x"]}, "feedback_keys: LangSmith feedback keys are not supported"),

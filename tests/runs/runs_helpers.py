@@ -160,7 +160,11 @@ class Lead:
 
     @staticmethod
     def after_model() -> list[Step]:
-        return [("clarification.after_model", None), ("loop_detection.after_model", None)]
+        return [
+            ("clarification.after_model", None),
+            ("loop_detection.after_model", None),
+            ("subagent_limit.after_model", None),
+        ]
 
     def steps(self, reply: Any, title: str | None = TITLE) -> list[Step]:
         """Every node of one exchange in execution order, with the update it returns."""

@@ -39,6 +39,13 @@ class Completion:
     prompt_tokens: int
 
     def usage(self) -> dict[str, int]:
+        if self.turn.usage is not None:
+            prompt, completion = self.turn.usage
+            return {
+                "prompt_tokens": prompt,
+                "completion_tokens": completion,
+                "total_tokens": prompt + completion,
+            }
         completion_tokens = count_tokens(self.turn.content) + sum(
             count_tokens(f"{name} {arguments}") for _, name, arguments in self.wire_tool_calls()
         )

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import time
 from collections.abc import Callable
 from typing import Any
@@ -17,6 +18,7 @@ from langchain_core.runnables import Runnable
 from langchain_core.tools import tool
 from langchain_openai import ChatOpenAI
 
+from fawn.testing import ScriptError
 from tests.support.openai_stub import OpenAIStub
 from tests.support.registry import ScriptRegistry
 
@@ -632,3 +634,48 @@ async def test_sequential_requests_do_not_stall_on_delayed_acks(
     statuses = [(await http.post("/v1/chat/completions", json=body)).status_code for _ in range(10)]
 
     assert (statuses, time.perf_counter() - started < 0.3) == ([200] * 10, True)
+
+
+@pytest.mark.parametrize("streaming", [False, True])
+async def test_a_turn_can_script_its_finish_reason_and_usage(
+    stub: OpenAIStub, chat: Chat, key: str, streaming: bool
+) -> None:
+    stub.add_script(
+        key,
+        [
+            {
+                "content": "cut",
+                "finish_reason": "length",
+                "usage": {"prompt_tokens": 70_000, "completion_tokens": 5},
+            }
+        ],
+    )
+    model = chat()
+
+    reply = (await _stream(model, key))[1] if streaming else await model.ainvoke(key)
+
+    assert reply.response_metadata["finish_reason"] == "length"
+    assert reply.usage_metadata is not None
+    assert (reply.usage_metadata["input_tokens"], reply.usage_metadata["output_tokens"]) == (
+        70_000,
+        5,
+    )
+
+
+@pytest.mark.parametrize(
+    ("turn", "problem"),
+    [
+        ({"finish_reason": ""}, "turns[0].finish_reason: must be a non-empty string"),
+        (
+            {"usage": {"prompt_tokens": 1}},
+            "turns[0].usage: must be {prompt_tokens, completion_tokens}",
+        ),
+        (
+            {"usage": {"prompt_tokens": -1, "completion_tokens": 1}},
+            "turns[0].usage: token counts must be integers >= 0",
+        ),
+    ],
+)
+def test_bad_finish_reasons_and_usage_are_refused(turn: dict[str, Any], problem: str) -> None:
+    with pytest.raises(ScriptError, match=re.escape(problem)):
+        ScriptRegistry().add("k", [turn])

@@ -28,6 +28,17 @@ class AgentOptions:
         return RunContext(thread_id=thread_id, run_id=run_id, user_id=user_id, **options)
 
 
+@dataclass(kw_only=True)
+class TokenMeter:
+    """Tokens a run has used so far, its sub-agents' included (they share the meter)."""
+
+    used: int = 0
+
+    def add(self, tokens: int) -> int:
+        self.used += max(0, tokens)
+        return self.used
+
+
 @dataclass(frozen=True, kw_only=True)
 class RunContext(AgentOptions):
     """The options plus the identity the server sets: thread, run and user."""
@@ -37,3 +48,7 @@ class RunContext(AgentOptions):
     user_id: str | None = None
     #: warnings for the run's journal (the worker records them when the run ends)
     notes: list[str] = field(default_factory=list, compare=False)
+    #: the run's token use, shared with its sub-agents (the token budget reads it)
+    tokens: TokenMeter = field(default_factory=TokenMeter, compare=False)
+    #: set on a sub-agent's context: the ``task`` call it works for
+    subagent_task_id: str | None = None

@@ -12,7 +12,7 @@ split ``"abc"`` into three artifacts). ``sandbox`` and ``thread_data`` are the s
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Annotated, Any, NotRequired
+from typing import Annotated, Any, Literal, NotRequired
 
 from langchain.agents import AgentState
 from langchain_core.messages import convert_to_messages
@@ -52,6 +52,32 @@ class UploadedFile(TypedDict):
 class Todo(TypedDict):
     content: str
     status: str
+
+
+DelegationStatus = Literal[
+    "in_progress", "completed", "failed", "cancelled", "timed_out", "polling_timed_out"
+]
+#: Statuses a delegation ends in (DeerFlow's ``subagent_status`` values).
+TERMINAL_DELEGATION_STATUSES: frozenset[str] = frozenset(
+    {"completed", "failed", "cancelled", "timed_out", "polling_timed_out"}
+)
+#: How many delegations the ledger keeps (the oldest go first).
+MAX_DELEGATIONS = 100
+#: How many file versions ``read_files`` remembers (the oldest go first).
+MAX_READ_FILES = 500
+
+
+class DelegationEntry(TypedDict):
+    """One ``task`` delegation: the id is the tool call's, ``run_id`` the run that made it."""
+
+    id: str
+    run_id: str
+    description: str
+    subagent_type: str
+    status: DelegationStatus
+    created_at: str
+    stop_reason: NotRequired[str]
+    result_brief: NotRequired[str]
 
 
 class SandboxConflictError(ValueError):
@@ -103,6 +129,45 @@ def merge_viewed_images(
     return {**(existing or {}), **new}
 
 
+def merge_delegations(
+    existing: list[DelegationEntry] | None, new: list[DelegationEntry] | None
+) -> list[DelegationEntry]:
+    """The latest version of each task replaces the earlier one, in first-seen order.
+
+    A terminal status is never overwritten by an in-progress update (a stale write from
+    before the task ended); the first ``created_at`` is kept. At most
+    :data:`MAX_DELEGATIONS` entries are kept, the oldest dropped first.
+    """
+    if not new:
+        return list(existing or [])
+    by_id: dict[str, DelegationEntry] = {}
+    for entry in [*(existing or []), *new]:
+        previous = by_id.get(entry["id"])
+        if previous is None:
+            by_id[entry["id"]] = entry
+            continue
+        stale = (
+            previous["status"] in TERMINAL_DELEGATION_STATUSES
+            and entry["status"] not in TERMINAL_DELEGATION_STATUSES
+        )
+        if not stale:
+            by_id[entry["id"]] = {**entry, "created_at": previous["created_at"]}
+    merged = list(by_id.values())
+    return merged[-MAX_DELEGATIONS:]
+
+
+def merge_read_files(existing: dict[str, str] | None, new: dict[str, str] | None) -> dict[str, str]:
+    """Path → digest of the version the agent last read or wrote; the newest update of a path
+    wins and moves it to the end; at most :data:`MAX_READ_FILES` paths (oldest dropped)."""
+    merged = dict(existing or {})
+    for path, digest in (new or {}).items():
+        merged.pop(path, None)
+        merged[path] = digest
+    if len(merged) > MAX_READ_FILES:
+        merged = dict(list(merged.items())[-MAX_READ_FILES:])
+    return merged
+
+
 class ThreadState(AgentState[Any]):
     sandbox: Annotated[NotRequired[SandboxState | None], merge_sandbox]
     thread_data: NotRequired[ThreadDataState | None]
@@ -111,6 +176,9 @@ class ThreadState(AgentState[Any]):
     todos: Annotated[NotRequired[list[Todo] | None], merge_todos]
     uploaded_files: NotRequired[list[UploadedFile] | None]
     viewed_images: Annotated[NotRequired[dict[str, ViewedImage]], merge_viewed_images]
+    # Optional types: the channels stay out of the values until first written.
+    delegations: Annotated[NotRequired[list[DelegationEntry] | None], merge_delegations]
+    read_files: Annotated[NotRequired[dict[str, str] | None], merge_read_files]
 
 
 # What a client may write to each channel (``None`` is "no change" for the reducer channels).
@@ -123,8 +191,10 @@ _CHANNEL_TYPES: dict[str, TypeAdapter[Any]] = {
 }
 
 #: Channels only the server writes: which sandbox the thread is bound to and the host paths
-#: behind it. A client choosing them could point a run at another thread's sandbox or files.
-SERVER_CHANNELS: frozenset[str] = frozenset({"sandbox", "thread_data"})
+#: behind it (a client choosing them could point a run at another thread's sandbox or
+#: files), the delegation ledger the sub-agent limits count, and the file versions the
+#: read-before-write check trusts.
+SERVER_CHANNELS: frozenset[str] = frozenset({"sandbox", "thread_data", "delegations", "read_files"})
 
 #: Channels a client may write through ``threads.update_state``.
 STATE_CHANNELS: frozenset[str] = frozenset({"messages", *_CHANNEL_TYPES})

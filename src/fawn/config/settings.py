@@ -129,6 +129,74 @@ class AgentSettings(_Section):
         return self
 
 
+#: The built-in sub-agent types; a custom type may not take one of these names.
+BUILTIN_SUBAGENT_TYPES: tuple[str, ...] = ("general-purpose", "bash")
+
+
+class SubagentTypeSettings(_Section):
+    """A custom sub-agent type (``subagents.custom_agents``): its prompt and tool allowlist."""
+
+    name: str = Field(pattern=r"^[a-z][a-z0-9_-]{0,39}$")
+    description: str = Field(min_length=1)
+    system_prompt: str = Field(min_length=1)
+    #: the tools it may use (a subset of the lead's, never ``task``); unset: general-purpose's
+    tools: list[str] | None = None
+    #: unset: the run's model
+    model_name: str | None = None
+    max_turns: int | None = Field(default=None, ge=1)
+    timeout_seconds: float | None = Field(default=None, gt=0)
+
+
+class SubagentSettings(_Section):
+    """Sub-agents started with the ``task`` tool (runs with ``subagent_enabled=true``)."""
+
+    #: the ceiling for a run's ``max_concurrent_subagents`` (a request cannot widen it)
+    max_concurrent: int = Field(default=3, ge=1, le=4)
+    max_total_per_run: int = Field(default=6, ge=1, le=50)
+    timeout_seconds: float = Field(default=900.0, gt=0)
+    #: model calls a sub-agent may make before it must answer
+    max_turns: int = Field(default=50, ge=1, le=500)
+    custom_agents: list[SubagentTypeSettings] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _unique_names(self) -> SubagentSettings:
+        seen: set[str] = set(BUILTIN_SUBAGENT_TYPES)
+        for agent in self.custom_agents:
+            if agent.name in seen:
+                raise ValueError(
+                    f"subagents.custom_agents: the name {agent.name!r} is taken "
+                    f"(built-in types: {', '.join(BUILTIN_SUBAGENT_TYPES)})"
+                )
+            seen.add(agent.name)
+        return self
+
+
+class ControlSettings(_Section):
+    """The agent loop's controls (each one a middleware)."""
+
+    #: a tool result longer than this is saved to a file and the model gets an excerpt
+    tool_output_max_chars: int = Field(default=20_000, ge=1000)
+    #: characters of the head and of the tail the excerpt keeps
+    tool_output_excerpt_chars: int = Field(default=2_000, ge=100)
+    #: refuse write_file/str_replace on an existing file not read in its current version
+    read_before_write: bool = True
+    #: tokens (prompt + completion, sub-agents included) a run may use; unset: no cap
+    max_run_tokens: int | None = Field(default=None, ge=1)
+    #: share of ``max_run_tokens`` after which the model is told to wrap up
+    token_warn_fraction: float = Field(default=0.8, gt=0, lt=1)
+    #: the current date as a system reminder each turn
+    dynamic_context: bool = True
+
+    @model_validator(mode="after")
+    def _excerpt_fits(self) -> ControlSettings:
+        if 2 * self.tool_output_excerpt_chars >= self.tool_output_max_chars:
+            raise ValueError(
+                "controls.tool_output_excerpt_chars must be less than half of "
+                "controls.tool_output_max_chars"
+            )
+        return self
+
+
 class UploadSettings(_Section):
     max_files: int = Field(default=20, ge=1)
     max_file_bytes: int = Field(default=50 * 1024 * 1024, ge=1)
@@ -178,6 +246,8 @@ class AppConfig(_Section):
     title: TitleSettings = TitleSettings()
     summarization: SummarizationSettings = SummarizationSettings()
     agent: AgentSettings = AgentSettings()
+    subagents: SubagentSettings = SubagentSettings()
+    controls: ControlSettings = ControlSettings()
     uploads: UploadSettings = UploadSettings()
     runs: RunSettings = RunSettings()
 

@@ -41,7 +41,7 @@ from fawn.runs.threads import ThreadService, thread_config
 from fawn.runs.wakeups import Wakeups
 from fawn.store.errors import StoreUnavailable
 from fawn.store.run_queue import Completed, Completion, RunQueue, UnstorableValue
-from fawn.store.runs import RunEventEntry
+from fawn.store.runs import RunEventEntry, Usage
 from fawn.store.threads import ThreadStateSnapshot
 
 log = logging.getLogger(__name__)
@@ -269,20 +269,19 @@ class PersistCompletion:
                 outcome = _failed(
                     outcome, "UnstorableState", f"the final state cannot be stored: {exc}"
                 )
-        finished = RunEventEntry(
-            kind="run_finished",
-            data={
-                "status": outcome.status,
-                "stop_reason": outcome.stop_reason,
-                "duration_ms": ending.scope.journal.elapsed_ms,
-                "usage": {
-                    "prompt_tokens": usage.prompt_tokens,
-                    "completion_tokens": usage.completion_tokens,
-                    "total_tokens": usage.total_tokens,
-                },
-            },
-            created_at=self._clock.now(),
-        )
+        data: dict[str, Any] = {
+            "status": outcome.status,
+            "stop_reason": outcome.stop_reason,
+            "duration_ms": ending.scope.journal.elapsed_ms,
+            "usage": _usage_json(usage),
+        }
+        subagents = ending.scope.usage.subagent_totals()
+        if subagents.total_tokens:
+            data["usage_by_agent"] = {
+                "lead": _usage_json(ending.scope.usage.lead_totals()),
+                "subagents": _usage_json(subagents),
+            }
+        finished = RunEventEntry(kind="run_finished", data=data, created_at=self._clock.now())
         return Completion(
             run_id=run.run_id,
             thread_id=run.thread_id,
@@ -365,3 +364,11 @@ def _failed(outcome: Outcome, error: str, message: str) -> Outcome:
 def _error_json(error: RunError) -> dict[str, Any]:
     """The error as the thread row and the journal store it."""
     return {"error": error.error, "message": error.message}
+
+
+def _usage_json(usage: Usage) -> dict[str, int]:
+    return {
+        "prompt_tokens": usage.prompt_tokens,
+        "completion_tokens": usage.completion_tokens,
+        "total_tokens": usage.total_tokens,
+    }

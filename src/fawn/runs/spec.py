@@ -27,6 +27,8 @@ StreamModeName = Literal[
     "checkpoints",
 ]
 SUPPORTED_STREAM_MODES: tuple[str, ...] = get_args(StreamModeName)
+#: The most sub-agents a run may ask to have at once (``subagents.max_concurrent`` may lower it)
+MAX_CONCURRENT_SUBAGENTS = 4
 OnDisconnect = Literal["cancel", "continue"]
 
 #: configurable/context keys the lead agent understands, and their types
@@ -187,14 +189,12 @@ def parse_options(
             f"reasoning_effort must be one of {', '.join(get_args(ReasoningEffort))}",
             field="reasoning_effort",
         )
-    if merged.get("subagent_enabled"):
-        raise InvalidInput(
-            "subagent_enabled=true is not supported yet: fawn has no sub-agents",
-            field="subagent_enabled",
-        )
     n = merged.get("max_concurrent_subagents")
-    if n is not None and not 1 <= n <= 16:
-        raise InvalidInput("max_concurrent_subagents must be between 1 and 16", field=key)
+    if n is not None and not 1 <= n <= MAX_CONCURRENT_SUBAGENTS:
+        raise InvalidInput(
+            f"max_concurrent_subagents must be between 1 and {MAX_CONCURRENT_SUBAGENTS}",
+            field="max_concurrent_subagents",
+        )
     agent_name = merged.get("agent_name")
     if agent_name not in (None, "lead_agent"):
         raise InvalidInput(

@@ -67,16 +67,7 @@ async def run_process(
     capture = OutputCapture(max_output_chars)
     sink = _OutputSink(mask, capture)
     try:
-        process = await asyncio.create_subprocess_exec(
-            *launch.argv,
-            stdin=asyncio.subprocess.DEVNULL,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.STDOUT,
-            env=dict(launch.env),
-            cwd=launch.cwd,
-            pass_fds=launch.pass_fds,
-            start_new_session=True,
-        )
+        process = await _spawn(launch)
     except OSError as error:
         # strerror only: the filename attached to the error would be a host path.
         raise SandboxUnavailable(
@@ -106,6 +97,34 @@ async def run_process(
         timed_out=timed_out,
         truncated=capture.truncated,
     )
+
+
+async def _spawn(launch: Launch) -> asyncio.subprocess.Process:
+    """Start the command. A cancellation that lands while asyncio is still connecting the
+    pipes comes after the fork: asyncio would then kill the direct child only and wait for
+    the command's whole tree to exit. So the start is shielded, and a cancelled start kills
+    the group before the cancellation goes on."""
+    spawn = asyncio.ensure_future(
+        asyncio.create_subprocess_exec(
+            *launch.argv,
+            stdin=asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.STDOUT,
+            env=dict(launch.env),
+            cwd=launch.cwd,
+            pass_fds=launch.pass_fds,
+            start_new_session=True,
+        )
+    )
+    try:
+        return await asyncio.shield(spawn)
+    except asyncio.CancelledError:
+        await asyncio.wait([spawn])
+        if not spawn.cancelled() and spawn.exception() is None:
+            process = spawn.result()
+            _kill_group(process)
+            await process.wait()
+        raise
 
 
 async def _wait_and_pump(process: asyncio.subprocess.Process, sink: _OutputSink) -> int:

@@ -11,6 +11,8 @@ parallel. A turn, as JSON::
         "delay": 0.0,        # seconds before the answer starts
         "chunk_delay": 0.0,  # seconds between streamed chunks
         "error": {"status": 500, "message": "boom", "type": "optional", "code": "optional"},
+        "finish_reason": "length",  # default: "tool_calls" with tool calls, else "stop"
+        "usage": {"prompt_tokens": 10, "completion_tokens": 5},  # default: counted words
     }
 
 When the turn index is past the end of the script the answer is a plain reply carrying the
@@ -46,6 +48,13 @@ class ErrorSpec(TypedDict, total=False):
     code: str
 
 
+class UsageSpec(TypedDict):
+    """Token counts a turn reports instead of the counted ones."""
+
+    prompt_tokens: int
+    completion_tokens: int
+
+
 class TurnSpec(TypedDict, total=False):
     """A scripted turn as written in JSON (see the module docstring)."""
 
@@ -54,6 +63,8 @@ class TurnSpec(TypedDict, total=False):
     delay: float
     chunk_delay: float
     error: ErrorSpec
+    finish_reason: str
+    usage: UsageSpec
 
 
 class ScriptError(ValueError):
@@ -97,9 +108,15 @@ class Turn:
     delay: float = 0.0
     chunk_delay: float = 0.0
     error: ScriptedError | None = None
+    #: the scripted finish reason, if any (see `finish_reason`)
+    stop: str | None = None
+    #: ``(prompt_tokens, completion_tokens)`` reported instead of the counted ones
+    usage: tuple[int, int] | None = None
 
     @property
     def finish_reason(self) -> str:
+        if self.stop is not None:
+            return self.stop
         return "tool_calls" if self.tool_calls else "stop"
 
 
@@ -130,6 +147,8 @@ def as_turn(raw: object, *, where: str = "turn") -> Turn:
         delay=_seconds(raw.get("delay", 0.0), f"{where}.delay"),
         chunk_delay=_seconds(raw.get("chunk_delay", 0.0), f"{where}.chunk_delay"),
         error=_error(raw.get("error"), f"{where}.error"),
+        stop=_finish_reason(raw.get("finish_reason"), f"{where}.finish_reason"),
+        usage=_usage(raw.get("usage"), f"{where}.usage"),
     )
 
 
@@ -180,6 +199,25 @@ def _seconds(raw: object, where: str) -> float:
     if not math.isfinite(seconds) or seconds < 0:
         raise ScriptError(where, "must be a finite number >= 0")
     return seconds
+
+
+def _finish_reason(raw: object, where: str) -> str | None:
+    if raw is None:
+        return None
+    if not isinstance(raw, str) or not raw:
+        raise ScriptError(where, "must be a non-empty string")
+    return raw
+
+
+def _usage(raw: object, where: str) -> tuple[int, int] | None:
+    if raw is None:
+        return None
+    if not isinstance(raw, Mapping) or set(raw) != {"prompt_tokens", "completion_tokens"}:
+        raise ScriptError(where, "must be {prompt_tokens, completion_tokens}")
+    counts = (raw["prompt_tokens"], raw["completion_tokens"])
+    if any(isinstance(n, bool) or not isinstance(n, int) or n < 0 for n in counts):
+        raise ScriptError(where, "token counts must be integers >= 0")
+    return counts
 
 
 def _error(raw: object, where: str) -> ScriptedError | None:

@@ -39,7 +39,10 @@ async def test_write_todos_is_offered_in_plan_mode_only(tmp_path: Path) -> None:
     assert "write_todos" in inside
     assert set(inside) - set(outside) == {"write_todos"}
     assert PLAN_MODE_PROMPT not in outside_prompt
-    assert _system_prompt(h.recorder.calls[-1]).endswith(PLAN_MODE_PROMPT)
+    # the plan-mode instructions close the static prompt; the turn's reminder follows them
+    static, reminder = _system_prompt(h.recorder.calls[-1]).split("\n\n<system-reminder>")
+    assert static.endswith(PLAN_MODE_PROMPT)
+    assert reminder.startswith("\n<current_date>")
 
 
 async def test_write_todos_runs_in_plan_mode_and_is_refused_outside(tmp_path: Path) -> None:

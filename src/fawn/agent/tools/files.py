@@ -35,7 +35,7 @@ LS_MAX_ENTRIES = 500
 #: Directories listed but not descended into by ``ls``, ``glob`` and ``grep``.
 NOISY_DIRECTORIES = frozenset(
     {".git", ".hg", ".svn", "node_modules", "__pycache__", ".venv", "venv", ".mypy_cache",
-     ".pytest_cache", ".ruff_cache", ".tox"}
+     ".pytest_cache", ".ruff_cache", ".tox", ".fawn"}
 )  # fmt: skip
 
 _SUFFIX = {"dir": "/", "link": "@", "file": "", "other": ""}
