@@ -50,6 +50,7 @@ STATUS_BY_CODE: dict[str, int] = {
     "invalid_cursor": 400,
     "unstorable_value": 422,
     "bad_request": 400,
+    "host_not_allowed": 400,
     "unknown_model": 400,
     "no_model_configured": 400,
     "model_load_error": 400,
@@ -58,7 +59,10 @@ STATUS_BY_CODE: dict[str, int] = {
     "path_outside_sandbox": 403,
     "forbidden_path": 403,
     "read_only_path": 403,
+    "cross_site_request": 403,
+    "unsupported_media_type": 415,
     # limits
+    "request_too_large": 413,
     "upload_too_large": 413,
     "too_many_files": 413,
     # infrastructure, or this worker shutting down: try again later
@@ -131,15 +135,23 @@ def error_response(exc: BaseException) -> JSON:
 
 
 def _loc(loc: tuple[Any, ...]) -> str:
-    parts = [str(p) for p in loc if p not in ("body", "query", "path", "header")]
-    return ".".join(parts) or "body"
+    """``input.messages[0].role``: keys joined by dots, list indexes in brackets."""
+    text = ""
+    for index, part in enumerate(loc):
+        if index == 0 and part in ("body", "query", "path", "header"):
+            continue
+        if isinstance(part, int):
+            text += f"[{part}]"
+        else:
+            text += f".{part}" if text else str(part)
+    return text or "body"
 
 
 def validation_message(exc: RequestValidationError) -> str:
     messages = []
     for err in exc.errors():
         if err.get("type") == "json_invalid":
-            messages.append(f"invalid JSON body: {err.get('msg')}")
+            messages.append(f"body: invalid JSON: {err.get('msg')}")
         elif err.get("type") == "extra_forbidden":
             messages.append(f"{_loc(err['loc'])}: unsupported field")
         elif err.get("type") == "missing" and tuple(err.get("loc", ())) == ("body",):
@@ -163,7 +175,7 @@ def install_error_handlers(app: FastAPI) -> None:
             # FastAPI's answer when the JSON decoder itself fails (e.g. nesting too deep for
             # it): a malformed body like any other, so 422 as for invalid JSON
             return JSON(
-                error_body("invalid JSON body: it could not be parsed", "invalid_input"),
+                error_body("body: invalid JSON: it could not be parsed", "invalid_input"),
                 status_code=422,
             )
         code = _CODE_BY_HTTP_STATUS.get(exc.status_code, "http_error")

@@ -3,7 +3,6 @@ naming the field: an option we do not implement is never silently ignored."""
 
 from __future__ import annotations
 
-import math
 import re
 from typing import Annotated, Any, Literal
 
@@ -13,8 +12,6 @@ from pydantic import (
     BeforeValidator,
     ConfigDict,
     Field,
-    ValidationInfo,
-    field_validator,
 )
 from pydantic_core import PydanticCustomError
 
@@ -33,64 +30,9 @@ class CheckpointBody(Body):
 
 
 # -- threads, state and history ----------------------------------------------------------
-
-_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
-#: Deeper documents are refused: the JSON encoder stops at 255 levels, and a thread document
-#: nests request values a few levels down.
-MAX_JSON_DEPTH = 64
-
-
-def json_value_problem(value: Any, path: str, depth: int = 0) -> tuple[str, str] | None:
-    """``(where, why)`` when ``value`` could not be stored and sent back unchanged on every
-    backend, else None.
-
-    PostgreSQL's JSONB refuses NUL characters; the response encoder refuses integers beyond
-    64 bits and very deep nesting; NaN and Infinity are not JSON at all (Python's parser
-    accepts them).
-    """
-    if depth > MAX_JSON_DEPTH:
-        return path, f"nested deeper than {MAX_JSON_DEPTH} levels"
-    if isinstance(value, dict):
-        for key, item in value.items():
-            if "\x00" in str(key):
-                return path, "keys may not contain NUL (\\u0000)"
-            problem = json_value_problem(item, f"{path}.{key}", depth + 1)
-            if problem is not None:
-                return problem
-        return None
-    if isinstance(value, list):
-        for index, item in enumerate(value):
-            problem = json_value_problem(item, f"{path}[{index}]", depth + 1)
-            if problem is not None:
-                return problem
-        return None
-    why = _scalar_problem(value)
-    return None if why is None else (path, why)
-
-
-def _scalar_problem(value: Any) -> str | None:
-    if isinstance(value, str) and "\x00" in value:
-        return "strings may not contain NUL (\\u0000)"
-    if isinstance(value, int) and not isinstance(value, bool):
-        return None if _INT64_MIN <= value <= _INT64_MAX else "integer out of the 64-bit range"
-    if isinstance(value, float) and not math.isfinite(value):
-        return "NaN and Infinity are not JSON numbers"
-    return None
-
-
-class StoredBody(Body):
-    """A body whose values end up in a database: each field must survive the round trip."""
-
-    @field_validator("*", mode="before")
-    @classmethod
-    def _storable(cls, value: Any, info: ValidationInfo) -> Any:
-        problem = json_value_problem(value, info.field_name or "body")
-        if problem is not None:
-            where, why = problem
-            raise PydanticCustomError(
-                "json_unstorable", "{why} (at {where})", {"why": why, "where": where}
-            )
-        return value
+# Values that no backend could store (NUL, lone surrogates, numbers beyond 64 bits, deep
+# nesting) never reach these models: the edge refuses them for every body
+# (:mod:`fawn.gateway.edge.jsonbody`).
 
 
 def _no_ttl(value: Any) -> Any:
@@ -164,17 +106,17 @@ def _extract_path(value: str) -> str:
 ExtractPath = Annotated[str, AfterValidator(_extract_path)]
 
 
-class SuperstepUpdate(StoredBody):
+class SuperstepUpdate(Body):
     values: Any = None
     command: dict[str, Any] | None = None
     as_node: str
 
 
-class Superstep(StoredBody):
+class Superstep(Body):
     updates: list[SuperstepUpdate] = Field(min_length=1)
 
 
-class ThreadCreate(StoredBody):
+class ThreadCreate(Body):
     thread_id: str | None = None
     metadata: Json | None = None
     if_exists: Literal["raise", "do_nothing"] = "raise"
@@ -182,12 +124,12 @@ class ThreadCreate(StoredBody):
     ttl: Ttl = None
 
 
-class ThreadPatch(StoredBody):
+class ThreadPatch(Body):
     metadata: Json
     ttl: Ttl = None
 
 
-class ThreadSearch(StoredBody):
+class ThreadSearch(Body):
     metadata: Json | None = None
     values: Json | None = None
     ids: list[str] | None = None
@@ -202,31 +144,31 @@ class ThreadSearch(StoredBody):
     extract: dict[str, ExtractPath] | None = Field(default=None, max_length=10)
 
 
-class ThreadCount(StoredBody):
+class ThreadCount(Body):
     metadata: Json | None = None
     values: Json | None = None
     status: Literal["idle", "busy", "interrupted", "error"] | None = None
 
 
-class ThreadPrune(StoredBody):
+class ThreadPrune(Body):
     thread_ids: list[str]
     strategy: Literal["delete", "keep_latest"] = "delete"
 
 
-class StateUpdate(StoredBody):
+class StateUpdate(Body):
     values: Any = None
     as_node: str | None = None
     checkpoint_id: str | None = None
     checkpoint: CheckpointBody | None = None
 
 
-class StateAtCheckpoint(StoredBody):
+class StateAtCheckpoint(Body):
     checkpoint: CheckpointBody
     subgraphs: bool = False
     select: list[StateField] | None = None
 
 
-class HistoryQuery(StoredBody):
+class HistoryQuery(Body):
     limit: int = Field(default=10, ge=1, le=1000)
     before: str | CheckpointBody | None = None
     metadata: Json | None = None
