@@ -15,6 +15,8 @@ from pydantic import (
 )
 from pydantic_core import PydanticCustomError
 
+from fawn.gateway.messages import LeadAgentInput
+
 Json = dict[str, Any]
 
 
@@ -211,7 +213,7 @@ class AssistantCount(Body):
 
 class RunCreate(Body):
     assistant_id: str
-    input: Any = None
+    input: LeadAgentInput | None = None
     command: dict[str, Any] | None = None
     stream_mode: str | list[str] = "values"
     stream_subgraphs: bool = False
