@@ -16,6 +16,7 @@ from langchain_core.messages import convert_to_messages
 from pydantic import (
     BaseModel,
     ConfigDict,
+    JsonValue,
     ValidationError,
     ValidatorFunctionWrapHandler,
     WrapValidator,
@@ -42,12 +43,16 @@ Content = Blocks | None
 _REQUIRED_BY_ROLE = {"tool": "tool_call_id", "remove": "id", "function": "name"}
 
 
-def _role_rules() -> list[dict[str, Any]]:
+def _role_rules() -> list[JsonValue]:
     """JSON Schema for the role-dependent rules of :meth:`InputMessage._role_needs`."""
-    rules: list[dict[str, Any]] = []
+    rules: list[JsonValue] = []
     for role, field in _REQUIRED_BY_ROLE.items():
-        for key, extra in (("role", {}), ("type", {"not": {"required": ["role"]}})):
-            condition: dict[str, Any] = {
+        exclusions: tuple[tuple[str, dict[str, JsonValue]], ...] = (
+            ("role", {}),
+            ("type", {"not": {"required": ["role"]}}),
+        )
+        for key, extra in exclusions:
+            condition: dict[str, JsonValue] = {
                 "required": [key],
                 "properties": {key: {"const": role}},
                 **extra,
