@@ -189,7 +189,12 @@ def install_error_handlers(app: FastAPI) -> None:
         unavailable = unavailable_error(exc)
         return error_response(exc if unavailable is None else unavailable)
 
+    async def on_unexpected(_: Request, exc: Exception) -> Response:
+        # Logged by error_response; the server's own error middleware re-raises it after.
+        return error_response(exc)
+
     app.add_exception_handler(RequestValidationError, on_validation)
+    app.add_exception_handler(Exception, on_unexpected)
     app.add_exception_handler(StarletteHTTPException, on_http)
     for cls in _ROOTS:
         app.add_exception_handler(cls, on_service)

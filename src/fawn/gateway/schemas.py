@@ -19,6 +19,9 @@ from fawn.gateway.messages import LeadAgentInput
 
 Json = dict[str, Any]
 
+#: A page offset: databases count rows in 64 bits.
+MAX_OFFSET = 2**63 - 1
+
 
 class Body(BaseModel):
     model_config = ConfigDict(extra="forbid")
@@ -137,7 +140,7 @@ class ThreadSearch(Body):
     ids: list[str] | None = None
     status: Literal["idle", "busy", "interrupted", "error"] | None = None
     limit: int = Field(default=10, ge=1, le=1000)
-    offset: int = Field(default=0, ge=0)
+    offset: int = Field(default=0, ge=0, le=MAX_OFFSET)
     sort_by: Literal["thread_id", "status", "created_at", "updated_at", "state_updated_at"] = (
         "created_at"
     )
@@ -183,7 +186,7 @@ class AssistantSearch(Body):
     graph_id: str | None = None
     name: str | None = None
     limit: int = Field(default=10, ge=1, le=1000)
-    offset: int = Field(default=0, ge=0)
+    offset: int = Field(default=0, ge=0, le=MAX_OFFSET)
     sort_by: Literal["assistant_id", "graph_id", "name", "created_at", "updated_at"] | None = None
     sort_order: Literal["asc", "desc"] | None = None
     select: (

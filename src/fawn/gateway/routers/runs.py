@@ -16,7 +16,7 @@ from fawn.agent.serialize import dumps
 from fawn.gateway.deps import ServicesDep
 from fawn.gateway.responses import JSON
 from fawn.gateway.runspec import build_spec
-from fawn.gateway.schemas import RunBatchItem, RunCancelMany, RunCreate
+from fawn.gateway.schemas import MAX_OFFSET, RunBatchItem, RunCancelMany, RunCreate
 from fawn.gateway.services import Services
 from fawn.gateway.sse import run_stream_response
 from fawn.gateway.wire import result_json, run_json
@@ -222,7 +222,7 @@ async def list_runs(
     thread_id: str,
     services: ServicesDep,
     limit: Annotated[int, Query(ge=1, le=1000)] = 10,
-    offset: Annotated[int, Query(ge=0)] = 0,
+    offset: Annotated[int, Query(ge=0, le=MAX_OFFSET)] = 0,
     status: RunStatus | None = None,
 ) -> Response:
     runs, total = await services.runs.list_page(
