@@ -10,6 +10,7 @@ from fastapi import FastAPI
 from fawn.config.settings import AppConfig
 from fawn.gateway.edge import edge_middleware
 from fawn.gateway.errors import install_error_handlers
+from fawn.gateway.openapi import install_openapi
 from fawn.gateway.routers import (
     assistants,
     files,
@@ -39,6 +40,7 @@ def create_app(config: AppConfig) -> FastAPI:
         lifespan=lifespan,
     )
     install_error_handlers(app)
+    install_openapi(app)
     for module in (system, assistants, threads, thread_stream, runs):
         app.include_router(module.router)
     app.include_router(files.router)

@@ -19,6 +19,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.responses import Response
 
 from fawn.agent.errors import AgentError
+from fawn.gateway.openapi import allowed_methods, operations
 from fawn.gateway.responses import JSON
 from fawn.runs.errors import ServiceError
 from fawn.sandbox.errors import SandboxError
@@ -169,7 +170,7 @@ def install_error_handlers(app: FastAPI) -> None:
     async def on_service(_: Request, exc: Exception) -> Response:
         return error_response(exc)
 
-    async def on_http(_: Request, exc: Exception) -> Response:
+    async def on_http(request: Request, exc: Exception) -> Response:
         assert isinstance(exc, StarletteHTTPException)
         if exc.status_code == 400 and exc.detail == _FASTAPI_UNPARSABLE_BODY:
             # FastAPI's answer when the JSON decoder itself fails (e.g. nesting too deep for
@@ -179,11 +180,12 @@ def install_error_handlers(app: FastAPI) -> None:
                 status_code=422,
             )
         code = _CODE_BY_HTTP_STATUS.get(exc.status_code, "http_error")
-        return JSON(
-            error_body(str(exc.detail), code),
-            status_code=exc.status_code,
-            headers=exc.headers,
-        )
+        headers = dict(exc.headers or {})
+        if exc.status_code == 405:
+            # The router only knows the first route matching the path; the document knows all.
+            methods = allowed_methods(operations(request.app.openapi()), request.url.path)
+            headers["Allow"] = ", ".join(methods)
+        return JSON(error_body(str(exc.detail), code), status_code=exc.status_code, headers=headers)
 
     async def on_driver(_: Request, exc: Exception) -> Response:
         unavailable = unavailable_error(exc)

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from fawn.gateway.routers.assistants import LEAD_AGENT_ID, resolve_assistant
-from fawn.gateway.schemas import RunCreate
+from fawn.gateway.routers.assistants import resolve_assistant
+from fawn.gateway.schemas import LEAD_AGENT_ID, RunCreate
 from fawn.runs.errors import InvalidInput
 from fawn.runs.spec import (
     SERVER_OWNED,
@@ -15,20 +15,8 @@ from fawn.runs.spec import (
     parse_stream_modes,
 )
 
-_UNSUPPORTED = {
-    "webhook": "webhooks are not supported",
-    "after_seconds": "delayed runs (after_seconds) are not supported",
-    "feedback_keys": "LangSmith feedback keys are not supported",
-    "langsmith_tracer": "LangSmith tracing is not supported",
-    "strict_resume": "strict_resume is not supported",
-}
-
 
 def build_spec(body: RunCreate, *, stateless: bool) -> RunSpec:
-    for name, why in _UNSUPPORTED.items():
-        value = getattr(body, name)
-        if value not in (None, False, 0, [], {}):
-            raise InvalidInput(f"{name}: {why}", field=name)
     if resolve_assistant(body.assistant_id) is None:
         raise InvalidInput(
             f"assistant {body.assistant_id!r} not found; available: lead_agent ({LEAD_AGENT_ID})",

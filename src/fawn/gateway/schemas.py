@@ -4,6 +4,7 @@ naming the field: an option we do not implement is never silently ignored."""
 from __future__ import annotations
 
 import re
+import uuid
 from typing import Annotated, Any, Literal
 
 from pydantic import (
@@ -12,19 +13,28 @@ from pydantic import (
     BeforeValidator,
     ConfigDict,
     Field,
+    WithJsonSchema,
 )
 from pydantic_core import PydanticCustomError
 
+from fawn.agent.graph import LEAD_AGENT
 from fawn.gateway.messages import LeadAgentInput
+from fawn.runs.spec import SUPPORTED_STREAM_MODES
 
 Json = dict[str, Any]
 
-#: A page offset: databases count rows in 64 bits.
-MAX_OFFSET = 2**63 - 1
+#: The LangGraph server's namespace for system assistant ids: an assistant's id is
+#: ``uuid5(namespace, graph_id)``.
+_ASSISTANT_NAMESPACE = uuid.UUID("6ba7b821-9dad-11d1-80b4-00c04fd430c8")
+LEAD_AGENT_ID = str(uuid.uuid5(_ASSISTANT_NAMESPACE, LEAD_AGENT))
+
+#: The largest page offset (as any JSON number: what every client reads exactly).
+MAX_OFFSET = 2**53 - 1
 
 
 class Body(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    # strict: false is not an offset, 0 is not a boolean (the schema says so too)
+    model_config = ConfigDict(extra="forbid", strict=True)
 
 
 class CheckpointBody(Body):
@@ -40,16 +50,23 @@ class CheckpointBody(Body):
 # (:mod:`fawn.gateway.edge.jsonbody`).
 
 
-def _no_ttl(value: Any) -> Any:
-    if value is not None:
-        raise PydanticCustomError(
-            "unsupported", "thread TTLs are not supported: threads are kept until deleted"
-        )
-    return value
+def _refuse(why: str) -> BeforeValidator:
+    """For a field the SDK can send that fawn does not implement: only null (or absent) is
+    accepted, any value is refused with ``why``."""
 
+    def refuse(value: Any) -> None:
+        if value is not None:
+            raise PydanticCustomError("unsupported", why)
+
+    return BeforeValidator(refuse)
+
+
+_NULL_ONLY = WithJsonSchema({"type": "null"})
 
 #: ``ttl`` is part of the SDK's create/update calls; refused with a message saying why.
-Ttl = Annotated[Any, BeforeValidator(_no_ttl)]
+Ttl = Annotated[
+    None, _refuse("thread TTLs are not supported: threads are kept until deleted"), _NULL_ONLY
+]
 
 STATE_FIELDS = (
     "values",
@@ -77,7 +94,16 @@ def _state_field(value: str) -> str:
 
 
 #: One entry of ``select`` on state and history reads (``values.<channel>`` picks one channel).
-StateField = Annotated[str, AfterValidator(_state_field)]
+StateField = Annotated[
+    str,
+    AfterValidator(_state_field),
+    WithJsonSchema(
+        {
+            "type": "string",
+            "pattern": f"^({'|'.join(STATE_FIELDS)}|values\\.[^.]+)$",
+        }
+    ),
+]
 
 ThreadField = Literal[
     "thread_id",
@@ -108,12 +134,18 @@ def _extract_path(value: str) -> str:
     )
 
 
-ExtractPath = Annotated[str, AfterValidator(_extract_path)]
+ExtractPath = Annotated[
+    str,
+    AfterValidator(_extract_path),
+    WithJsonSchema({"type": "string", "maxLength": 256, "pattern": f"^{_EXTRACT_PATH.pattern}$"}),
+]
 
 
 class SuperstepUpdate(Body):
     values: Any = None
-    command: dict[str, Any] | None = None
+    command: Annotated[
+        None, _refuse("updates with 'command' are not supported; use 'values'"), _NULL_ONLY
+    ] = None
     as_node: str
 
 
@@ -121,8 +153,12 @@ class Superstep(Body):
     updates: list[SuperstepUpdate] = Field(min_length=1)
 
 
+#: A thread id a client may choose (``validate_thread_id``): a UUID fits.
+ThreadId = Annotated[str, WithJsonSchema({"type": "string", "pattern": "^[A-Za-z0-9_-]{1,64}$"})]
+
+
 class ThreadCreate(Body):
-    thread_id: str | None = None
+    thread_id: ThreadId | None = None
     metadata: Json | None = None
     if_exists: Literal["raise", "do_nothing"] = "raise"
     supersteps: list[Superstep] | None = None
@@ -173,10 +209,36 @@ class StateAtCheckpoint(Body):
     select: list[StateField] | None = None
 
 
+def _filter_keys(value: Json) -> Json:
+    bad = [key for key in value if not _FILTER_KEY.fullmatch(key)]
+    if bad:
+        raise PydanticCustomError(
+            "filter_key",
+            "filter keys may contain only letters, digits, '_', '.' and '-' (got {key!r})",
+            {"key": bad[0][:64]},
+        )
+    return value
+
+
+_FILTER_KEY = re.compile(r"[A-Za-z0-9_.-]+")
+#: Checkpoint metadata to match: the checkpointers accept only simple keys.
+HistoryFilter = Annotated[
+    Json,
+    AfterValidator(_filter_keys),
+    WithJsonSchema(
+        {
+            "type": "object",
+            "propertyNames": {"pattern": f"^{_FILTER_KEY.pattern}$"},
+            "additionalProperties": {"$ref": "#/components/schemas/JsonValue"},
+        }
+    ),
+]
+
+
 class HistoryQuery(Body):
     limit: int = Field(default=10, ge=1, le=1000)
     before: str | CheckpointBody | None = None
-    metadata: Json | None = None
+    metadata: HistoryFilter | None = None
     checkpoint: CheckpointBody | None = None
     select: list[StateField] | None = None
 
@@ -214,11 +276,26 @@ class AssistantCount(Body):
     name: str | None = None
 
 
+_STREAM_MODE_SCHEMA = {"type": "string", "enum": list(SUPPORTED_STREAM_MODES)}
+#: One mode or several (checked by ``parse_stream_modes``, which names the unsupported ones).
+StreamModes = Annotated[
+    str | list[str],
+    WithJsonSchema(
+        {"anyOf": [_STREAM_MODE_SCHEMA, {"type": "array", "items": _STREAM_MODE_SCHEMA}]}
+    ),
+]
+
+#: The assistants that exist: the lead agent, by graph name or by its LangGraph-style id.
+AssistantId = Annotated[
+    str, WithJsonSchema({"type": "string", "enum": [LEAD_AGENT, LEAD_AGENT_ID]})
+]
+
+
 class RunCreate(Body):
-    assistant_id: str
+    assistant_id: AssistantId
     input: LeadAgentInput | None = None
     command: dict[str, Any] | None = None
-    stream_mode: str | list[str] = "values"
+    stream_mode: StreamModes = "values"
     stream_subgraphs: bool = False
     stream_resumable: bool = False
     config: dict[str, Any] | None = None
@@ -235,20 +312,64 @@ class RunCreate(Body):
     on_disconnect: Literal["cancel", "continue"] = "continue"
     on_completion: Literal["delete", "keep"] | None = None
     # Accepted by the SDK but not implemented here: refused with a message when set.
-    webhook: str | None = None
-    after_seconds: int | None = None
-    feedback_keys: list[str] | None = None
-    langsmith_tracer: dict[str, Any] | None = None
-    strict_resume: bool | None = None
+    webhook: Annotated[None, _refuse("webhooks are not supported"), _NULL_ONLY] = None
+    after_seconds: Annotated[
+        None, _refuse("delayed runs (after_seconds) are not supported"), _NULL_ONLY
+    ] = None
+    feedback_keys: Annotated[
+        None, _refuse("LangSmith feedback keys are not supported"), _NULL_ONLY
+    ] = None
+    langsmith_tracer: Annotated[None, _refuse("LangSmith tracing is not supported"), _NULL_ONLY] = (
+        None
+    )
+    strict_resume: Annotated[None, _refuse("strict_resume is not supported"), _NULL_ONLY] = None
+
+
+_FOR_STATELESS = "on_completion applies to stateless runs only (POST /runs...)"
+_FOR_THREADS = "stateless runs cannot start from a checkpoint"
+
+
+class ThreadRunCreate(RunCreate):
+    """A run on a thread (``/threads/{thread_id}/runs...``)."""
+
+    on_completion: Annotated[None, _refuse(_FOR_STATELESS), _NULL_ONLY] = None
+
+
+class StatelessRunCreate(RunCreate):
+    """A run on a temporary thread (``/runs...``)."""
+
+    checkpoint: Annotated[None, _refuse(_FOR_THREADS), _NULL_ONLY] = None
+    checkpoint_id: Annotated[None, _refuse(_FOR_THREADS), _NULL_ONLY] = None
 
 
 class RunBatchItem(RunCreate):
     """One entry of ``POST /runs/batch``: a run on ``thread_id``, or stateless without it."""
 
+    model_config = ConfigDict(
+        json_schema_extra={
+            "if": {"required": ["thread_id"], "properties": {"thread_id": {"type": "string"}}},
+            "then": {"properties": {"on_completion": {"type": "null"}}},
+            "else": {
+                "properties": {"checkpoint": {"type": "null"}, "checkpoint_id": {"type": "null"}}
+            },
+        }
+    )
+
     thread_id: str | None = None
 
 
 class RunCancelMany(Body):
+    """Which runs to cancel: those of a thread, those listed, or those in a status."""
+
+    model_config = ConfigDict(
+        json_schema_extra={
+            "anyOf": [
+                {"required": [name], "properties": {name: {"not": {"type": "null"}}}}
+                for name in ("thread_id", "run_ids", "status")
+            ]
+        }
+    )
+
     thread_id: str | None = None
     run_ids: list[str] | None = None
     status: Literal["pending", "running", "all"] | None = None

@@ -16,18 +16,17 @@ refusal is an error body from the one status table, before any service is touche
 from __future__ import annotations
 
 import functools
-import re
 from collections.abc import Callable
 from typing import Any
 
 from starlette.middleware import Middleware
 from starlette.middleware.cors import CORSMiddleware
-from starlette.routing import compile_path
 
 from fawn.config.settings import ServerSettings
-from fawn.gateway.edge.body import MultipartRoutes, RequestBodyGuard
+from fawn.gateway.edge.body import BodyKind, BodyKinds, RequestBodyGuard
 from fawn.gateway.edge.hosts import HostAllowlist
 from fawn.gateway.edge.origin import CrossSiteGuard
+from fawn.gateway.openapi import Operation, operations
 
 #: Response headers a browser page may read (pagination and run locations).
 EXPOSED_HEADERS = ["Content-Location", "Location", "X-Pagination-Total", "X-Pagination-Next"]
@@ -61,30 +60,24 @@ def edge_middleware(
             RequestBodyGuard,
             max_body_bytes=server.max_body_bytes,
             max_json_depth=server.max_json_depth,
-            multipart_routes=multipart_routes(openapi),
+            body_kinds=body_kinds(openapi),
         ),
     ]
     return layers
 
 
-def multipart_routes(openapi: Callable[[], dict[str, Any]]) -> MultipartRoutes:
-    """The operations whose OpenAPI request body is ``multipart/form-data``.
-
-    Read from the document itself (on the first multipart request, once), so the edge lets
-    through exactly what the API declares.
-    """
+def body_kinds(openapi: Callable[[], dict[str, Any]]) -> BodyKinds:
+    """What body each operation of the OpenAPI document takes (read once, on first use), so
+    the edge lets through exactly what the API declares."""
 
     @functools.cache
-    def declared() -> tuple[tuple[re.Pattern[str], str], ...]:
-        found = []
-        for template, operations in openapi().get("paths", {}).items():
-            for method, operation in operations.items():
-                content = (operation.get("requestBody") or {}).get("content") or {}
-                if "multipart/form-data" in content:
-                    found.append((compile_path(template)[0], method.upper()))
-        return tuple(found)
+    def declared() -> list[Operation]:
+        return operations(openapi())
 
-    def accepts(method: str, path: str) -> bool:
-        return any(method == m and regex.match(path) for regex, m in declared())
+    def kind(method: str, path: str) -> BodyKind | None:
+        found = [op for op in declared() if op.method == method and op.pattern.match(path)]
+        if not found:
+            return None
+        return "multipart" if any(op.multipart for op in found) else "json"
 
-    return accepts
+    return kind

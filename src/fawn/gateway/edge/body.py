@@ -1,19 +1,21 @@
 """Request bodies at the edge: what kind, how big, and (for JSON) whether fawn can keep it.
 
 Every request body is one of two kinds. **JSON** (``application/json`` or ``…+json``) on any
-route: it is read as it arrives, counted against ``server.max_body_bytes`` (a declared
+operation of the OpenAPI document: it is read as it arrives, counted against ``server.max_body_bytes`` (a declared
 ``Content-Length`` above it is refused before a byte is read), decoded once under the rules of
 :mod:`fawn.gateway.edge.jsonbody`, and only then handed on to the route, so a route only ever
 sees a body that is whole, small enough and storable. **multipart/form-data** only on the
 routes that stream uploads (their OpenAPI operation declares it): they enforce their own
 per-file and per-request limits as the bytes arrive. Anything else is a 415: in particular a
 ``text/plain`` body holding JSON (what a cross-site form can send without a CORS preflight)
-never reaches a JSON route.
+never reaches a JSON route. A request for an operation the document does not declare goes
+on untouched: the router answers 404 or 405 without reading its body.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Literal
 
 import anyio.to_thread
 from starlette.datastructures import Headers
@@ -23,8 +25,12 @@ from fawn.gateway.edge.errors import BodyTooLarge, EdgeError, InvalidJsonBody, U
 from fawn.gateway.edge.jsonbody import JsonBodyError, decode_json_body
 from fawn.gateway.errors import error_response
 
-#: ``(method, path) -> True`` for the routes that stream a multipart body themselves.
-MultipartRoutes = Callable[[str, str], bool]
+#: ``multipart`` for the operations that stream a multipart body themselves
+BodyKind = Literal["json", "multipart"]
+#: ``(method, path) -> kind``, None for a request no operation declares
+BodyKinds = Callable[[str, str], BodyKind | None]
+
+_MULTIPART = "multipart/form-data"
 
 #: Bodies above this size are decoded on a worker thread, off the event loop.
 _DECODE_INLINE_BYTES = 64 * 1024
@@ -54,12 +60,12 @@ class RequestBodyGuard:
         *,
         max_body_bytes: int,
         max_json_depth: int,
-        multipart_routes: MultipartRoutes,
+        body_kinds: BodyKinds,
     ) -> None:
         self.app = app
         self.max_body_bytes = max_body_bytes
         self.max_json_depth = max_json_depth
-        self.multipart_routes = multipart_routes
+        self.body_kinds = body_kinds
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -68,13 +74,10 @@ class RequestBodyGuard:
         headers = Headers(scope=scope)
         try:
             declared = _declared_length(headers)
-            if declared == 0:  # no body at all: nothing to check
-                await self.app(scope, receive, send)
-                return
+            kind = self.body_kinds(scope["method"], scope["path"])
             media = media_type(headers)
-            if media == "multipart/form-data" and self.multipart_routes(
-                scope["method"], scope["path"]
-            ):
+            if declared == 0 or kind is None or (kind, media) == ("multipart", _MULTIPART):
+                # no body, no such operation, or an upload that enforces its own limits
                 await self.app(scope, receive, send)
                 return
             self._check_kind(media, scope)

@@ -3,7 +3,8 @@
 A value that JSON can carry is not necessarily one fawn can keep: PostgreSQL's JSONB refuses
 NUL characters, the response encoder refuses lone UTF-16 surrogates, integers beyond 64 bits
 (JSONB writes a large fractional number such as 1e19 back as an integer) and very deep
-nesting, and Python's parser lets ``NaN``/``Infinity`` (not JSON at all) through. A request carrying any of them was
+nesting, and Python's parser lets ``NaN``/``Infinity`` (not JSON at all) through. Numbers are
+held to ±(2^53 - 1), what JavaScript clients read exactly. A request carrying any of them was
 stored and then broke every later read of the record. So the edge decodes each body once,
 before routing, and refuses such values with the place they were found (``metadata.k``,
 ``input.messages[0].content``): no route can forget the check, and a refused request has
@@ -18,9 +19,11 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-#: Integers must fit in 64 signed bits: the JSON encoder, SQLite and PostgreSQL's bigint agree.
-INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
-_INT64_DIGITS = len(str(INT64_MAX))
+#: Numbers must lie within ±(2^53 - 1): the integers every JSON client (JavaScript's included)
+#: reads exactly, well inside what the encoder, SQLite and PostgreSQL keep.
+MAX_SAFE_INTEGER = 2**53 - 1
+_LIMIT_DIGITS = len(str(MAX_SAFE_INTEGER))
+_RANGE = f"±{MAX_SAFE_INTEGER}"
 
 #: NUL (PostgreSQL refuses it in text and JSONB) and lone surrogates (not Unicode text: no
 #: encoder can write them as UTF-8).
@@ -49,9 +52,9 @@ class _Refused:
 def _parse_int(text: str) -> int | _Refused:
     digits = text.lstrip("-")
     # Checked before int(): Python refuses to convert more than 4300 digits at all.
-    if len(digits) > _INT64_DIGITS or not INT64_MIN <= int(text) <= INT64_MAX:
+    if len(digits) > _LIMIT_DIGITS or abs(int(text)) > MAX_SAFE_INTEGER:
         shown = text if len(text) <= 40 else f"{text[:12]}…({len(digits)} digits)"
-        return _Refused(f"integer {shown} is outside the 64-bit range")
+        return _Refused(f"integer {shown} is outside {_RANGE}")
     return int(text)
 
 
@@ -59,9 +62,9 @@ def _parse_float(text: str) -> float | _Refused:
     value = float(text)
     # PostgreSQL's JSONB writes 1e19 back as 10000000000000000000, an integer no 64-bit
     # encoder takes: fractional numbers are held to the integers' range too.
-    if not -(2.0**63) <= value < 2.0**63:
+    if not abs(value) <= MAX_SAFE_INTEGER:  # NaN included
         shown = text if len(text) <= 40 else f"{text[:12]}…"
-        return _Refused(f"number {shown} is outside the 64-bit range")
+        return _Refused(f"number {shown} is outside {_RANGE}")
     return value
 
 

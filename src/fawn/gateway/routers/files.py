@@ -59,6 +59,7 @@ _UPLOAD_BODY: dict[str, Any] = {
                         UPLOAD_FIELD: {
                             "type": "array",
                             "items": {"type": "string", "format": "binary"},
+                            "minItems": 1,
                         }
                     },
                     "required": [UPLOAD_FIELD],

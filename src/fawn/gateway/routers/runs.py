@@ -16,7 +16,14 @@ from fawn.agent.serialize import dumps
 from fawn.gateway.deps import ServicesDep
 from fawn.gateway.responses import JSON
 from fawn.gateway.runspec import build_spec
-from fawn.gateway.schemas import MAX_OFFSET, RunBatchItem, RunCancelMany, RunCreate
+from fawn.gateway.schemas import (
+    MAX_OFFSET,
+    RunBatchItem,
+    RunCancelMany,
+    RunCreate,
+    StatelessRunCreate,
+    ThreadRunCreate,
+)
 from fawn.gateway.services import Services
 from fawn.gateway.sse import run_stream_response
 from fawn.gateway.wire import result_json, run_json
@@ -157,32 +164,32 @@ async def _final_body(
 
 
 @router.post("/threads/{thread_id}/runs")
-async def create_run(thread_id: str, body: RunCreate, services: ServicesDep) -> Response:
+async def create_run(thread_id: str, body: ThreadRunCreate, services: ServicesDep) -> Response:
     return await _create(services, thread_id, body)
 
 
 @router.post("/threads/{thread_id}/runs/stream")
-async def stream_run(thread_id: str, body: RunCreate, services: ServicesDep) -> Response:
+async def stream_run(thread_id: str, body: ThreadRunCreate, services: ServicesDep) -> Response:
     return await _stream(services, thread_id, body)
 
 
 @router.post("/threads/{thread_id}/runs/wait")
-async def wait_run(thread_id: str, body: RunCreate, services: ServicesDep) -> Response:
+async def wait_run(thread_id: str, body: ThreadRunCreate, services: ServicesDep) -> Response:
     return await _wait(services, thread_id, body)
 
 
 @router.post("/runs")
-async def create_stateless(body: RunCreate, services: ServicesDep) -> Response:
+async def create_stateless(body: StatelessRunCreate, services: ServicesDep) -> Response:
     return await _create(services, None, body)
 
 
 @router.post("/runs/stream")
-async def stream_stateless(body: RunCreate, services: ServicesDep) -> Response:
+async def stream_stateless(body: StatelessRunCreate, services: ServicesDep) -> Response:
     return await _stream(services, None, body)
 
 
 @router.post("/runs/wait")
-async def wait_stateless(body: RunCreate, services: ServicesDep) -> Response:
+async def wait_stateless(body: StatelessRunCreate, services: ServicesDep) -> Response:
     return await _wait(services, None, body)
 
 

@@ -7,7 +7,12 @@ from typing import Annotated
 from fastapi import APIRouter, Header, Query, Response
 
 from fawn.gateway.deps import ServicesDep
-from fawn.gateway.sse import parse_thread_cursor, parse_thread_modes, thread_stream_response
+from fawn.gateway.sse import (
+    ThreadStreamMode,
+    parse_thread_cursor,
+    parse_thread_modes,
+    thread_stream_response,
+)
 
 router = APIRouter(tags=["threads"])
 
@@ -17,7 +22,7 @@ async def join_thread_stream(
     thread_id: str,
     services: ServicesDep,
     last_event_id: Annotated[str | None, Header()] = None,
-    stream_mode: Annotated[list[str] | None, Query()] = None,
+    stream_mode: Annotated[list[ThreadStreamMode] | None, Query()] = None,
 ) -> Response:
     """Modes (langgraph_sdk's ``ThreadStreamMode``): ``run_modes`` forwards every event of
     every run plus ``run_done`` when one ends; ``lifecycle`` only each run's start
