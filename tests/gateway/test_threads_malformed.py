@@ -136,7 +136,7 @@ def _nested(depth: int) -> Any:
         (
             "/threads",
             {"metadata": {"big": [1, 2**64]}},
-            "metadata.big[1]: integer 18446744073709551616 is outside the 64-bit range",
+            "metadata.big[1]: integer 18446744073709551616 is outside ±9007199254740991",
         ),
         (
             "/threads/search",

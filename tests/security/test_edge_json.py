@@ -50,19 +50,19 @@ THREAD_BODIES = [
     ),
     (
         '{"metadata": {"m": "{marker}", "n": 10000000000000000000000000000}}',
-        "metadata.n: integer 10000000000000000000000000000 is outside the 64-bit range",
+        "metadata.n: integer 10000000000000000000000000000 is outside ±9007199254740991",
     ),
     (
         '{"metadata": {"m": "{marker}", "n": -9223372036854775809}}',
-        "metadata.n: integer -9223372036854775809 is outside the 64-bit range",
+        "metadata.n: integer -9223372036854775809 is outside ±9007199254740991",
     ),
     (
         '{"metadata": {"m": "{marker}", "n": 1e400}}',
-        "metadata.n: number 1e400 is outside the 64-bit range",
+        "metadata.n: number 1e400 is outside ±9007199254740991",
     ),
     (
         '{"metadata": {"m": "{marker}", "n": -1.5e19}}',
-        "metadata.n: number -1.5e19 is outside the 64-bit range",
+        "metadata.n: number -1.5e19 is outside ±9007199254740991",
     ),
     ('{"metadata": {"m": "{marker}", "n": NaN}}', "metadata.n: NaN is not a JSON number"),
     (
@@ -75,7 +75,7 @@ THREAD_BODIES = [
     ),
     (
         '{"metadata": {"m": "{marker}", "n": 1' + "0" * 5000 + "}}",
-        "metadata.n: integer 100000000000…(5001 digits) is outside the 64-bit range",
+        "metadata.n: integer 100000000000…(5001 digits) is outside ±9007199254740991",
     ),
 ]
 
@@ -107,11 +107,11 @@ async def test_thread_patch_refuses_unstorable_values_and_changes_nothing(
 RUN_BODIES = [
     (
         '{"assistant_id": "lead_agent", "config": {"recursion_limit": 1' + "0" * 40 + "}}",
-        "config.recursion_limit: integer 100000000000…(41 digits) is outside the 64-bit range",
+        "config.recursion_limit: integer 100000000000…(41 digits) is outside ±9007199254740991",
     ),
     (
         '{"assistant_id": "lead_agent", "metadata": {"n": 10000000000000000000000000000}}',
-        "metadata.n: integer 10000000000000000000000000000 is outside the 64-bit range",
+        "metadata.n: integer 10000000000000000000000000000 is outside ±9007199254740991",
     ),
     (
         '{"assistant_id": "lead_agent", "input": ' + _nested(500) + "}",
@@ -211,9 +211,9 @@ async def test_malformed_json_is_a_422_saying_where(
 async def test_values_at_the_limits_are_accepted_and_read_back(server: LiveServer) -> None:
     """What the rules let through is stored and read back unchanged."""
     metadata: dict[str, Any] = {
-        "max": 2**63 - 1,
-        "min": -(2**63),
-        "float": 9.2e18,
+        "max": 2**53 - 1,
+        "min": -(2**53 - 1),
+        "float": 9.0e15,
         "small": -1.5e-300,
         "text": "emoji 😀 and \u2028 and é",
         "deep": _deep_object(60),

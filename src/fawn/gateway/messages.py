@@ -76,7 +76,10 @@ class InputMessage(BaseModel):
     model_config = ConfigDict(
         extra="allow",
         json_schema_extra={
-            "anyOf": [{"required": ["role"]}, {"required": ["type"]}],
+            "anyOf": [
+                {"required": [key], "properties": {key: {"type": "string"}}}
+                for key in ("role", "type")
+            ],
             "allOf": _role_rules(),
         },
     )

@@ -22,6 +22,7 @@ from pydantic import BaseModel, ConfigDict
 from starlette.routing import compile_path
 
 from fawn.agent.context import ReasoningEffort
+from fawn.agent.state import STATE_CHANNELS
 
 
 class ErrorBody(BaseModel):
@@ -113,6 +114,21 @@ JSON_SCHEMAS: dict[str, Any] = {
     },
 }
 
+#: What a thread id can be (``fawn.sandbox.paths.validate_thread_id``): others are 404.
+_THREAD_ID = "^[A-Za-z0-9_-]{1,64}$"
+
+
+def _not_null(schema: dict[str, Any]) -> dict[str, Any]:
+    """A parameter is absent or a string: ``str | None`` does not make ``null`` a value."""
+    options = schema.get("anyOf")
+    if isinstance(options, list):
+        kept = [o for o in options if o.get("type") != "null"]
+        if len(kept) == 1:
+            rest = {k: v for k, v in schema.items() if k != "anyOf"}
+            return {**kept[0], **rest}
+    return schema
+
+
 #: Keys that only describe a schema; what is left decides what it accepts.
 _ANNOTATIONS = frozenset({"title", "description", "default", "examples"})
 
@@ -157,7 +173,9 @@ def build_document(app: FastAPI) -> dict[str, Any]:
     for path, operations in document.get("paths", {}).items():
         for method, operation in operations.items():
             for parameter in operation.get("parameters", []):
-                parameter["schema"] = _storable(parameter.get("schema", {}))
+                parameter["schema"] = _storable(_not_null(parameter.get("schema", {})))
+                if parameter.get("in") == "path" and parameter["name"] == "thread_id":
+                    parameter["schema"] = {"type": "string", "pattern": _THREAD_ID}
             responses = operation.setdefault("responses", {})
             for status in [s for s in responses if s.startswith(("4", "5"))]:
                 del responses[status]
@@ -206,8 +224,14 @@ def _name_nodes(app: FastAPI, schemas: dict[str, Any]) -> None:
         return
     nodes = {"type": "string", "enum": sorted(services.agent.graph.nodes)}
     models = [m.name for m in services.config.models]
+    channels = {
+        "type": "object",
+        "propertyNames": {"enum": sorted(STATE_CHANNELS)},
+        "additionalProperties": _JSON_VALUE_REF,
+    }
     for name in ("StateUpdate", "SuperstepUpdate"):
         _narrow(schemas, name, "as_node", nodes)
+        _narrow(schemas, name, "values", {"anyOf": [channels, {"type": "null"}]})
     breakpoints = {"anyOf": [{"const": "*"}, {"type": "array", "items": nodes}]}
     options = _run_options(models)
     for name in ("RunCreate", "ThreadRunCreate", "StatelessRunCreate", "RunBatchItem"):

@@ -33,6 +33,8 @@ def build_spec(body: RunCreate, *, stateless: bool) -> RunSpec:
             "on_completion applies to stateless runs only (POST /runs...)", field="on_completion"
         )
     config: dict[str, Any] = dict(body.config or {})
+    if not isinstance(config.get("configurable", {}), dict | None):
+        raise InvalidInput("config.configurable must be an object", field="config.configurable")
     configurable = {
         k: v for k, v in (config.get("configurable") or {}).items() if k not in SERVER_OWNED
     }
@@ -55,7 +57,7 @@ def build_spec(body: RunCreate, *, stateless: bool) -> RunSpec:
         stream_subgraphs=body.stream_subgraphs,
         stream_resumable=body.stream_resumable,
         config=config,
-        options=parse_options(config, body.context),
+        options=parse_options(_json_ints(config), _json_ints(body.context)),
         metadata=dict(body.metadata or {}),
         interrupt_before=body.interrupt_before,
         interrupt_after=body.interrupt_after,
@@ -65,3 +67,16 @@ def build_spec(body: RunCreate, *, stateless: bool) -> RunSpec:
         durability=durability,
         delete_thread_on_completion=stateless and body.on_completion != "keep",
     )
+
+
+def _json_ints(options: dict[str, Any] | None) -> dict[str, Any] | None:
+    """Integer options as JSON Schema reads them: ``4.0`` is the integer 4."""
+    if options is None:
+        return None
+    normalized = dict(options)
+    if isinstance(normalized.get("configurable"), dict):
+        normalized["configurable"] = _json_ints(normalized["configurable"])
+    value = normalized.get("max_concurrent_subagents")
+    if isinstance(value, float) and value.is_integer():
+        normalized["max_concurrent_subagents"] = int(value)
+    return normalized

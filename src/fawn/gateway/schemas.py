@@ -14,6 +14,7 @@ from pydantic import (
     ConfigDict,
     Field,
     WithJsonSchema,
+    field_validator,
 )
 from pydantic_core import PydanticCustomError
 
@@ -30,6 +31,16 @@ LEAD_AGENT_ID = str(uuid.uuid5(_ASSISTANT_NAMESPACE, LEAD_AGENT))
 
 #: The largest page offset (as any JSON number: what every client reads exactly).
 MAX_OFFSET = 2**53 - 1
+
+
+def _integral(value: Any) -> Any:
+    """JSON Schema counts 10.0 as an integer: so does the server (strict mode refuses the
+    rest: booleans, strings, fractions)."""
+    return int(value) if isinstance(value, float) and value.is_integer() else value
+
+
+#: An integer as JSON Schema means it.
+JsonInt = Annotated[int, BeforeValidator(_integral)]
 
 
 class Body(BaseModel):
@@ -100,7 +111,7 @@ StateField = Annotated[
     WithJsonSchema(
         {
             "type": "string",
-            "pattern": f"^({'|'.join(STATE_FIELDS)}|values\\.[^.]+)$",
+            "pattern": f"^({'|'.join(STATE_FIELDS)}|values\\.[^.\\u0000]+)$",
         }
     ),
 ]
@@ -175,8 +186,8 @@ class ThreadSearch(Body):
     values: Json | None = None
     ids: list[str] | None = None
     status: Literal["idle", "busy", "interrupted", "error"] | None = None
-    limit: int = Field(default=10, ge=1, le=1000)
-    offset: int = Field(default=0, ge=0, le=MAX_OFFSET)
+    limit: JsonInt = Field(default=10, ge=1, le=1000)
+    offset: JsonInt = Field(default=0, ge=0, le=MAX_OFFSET)
     sort_by: Literal["thread_id", "status", "created_at", "updated_at", "state_updated_at"] = (
         "created_at"
     )
@@ -236,7 +247,7 @@ HistoryFilter = Annotated[
 
 
 class HistoryQuery(Body):
-    limit: int = Field(default=10, ge=1, le=1000)
+    limit: JsonInt = Field(default=10, ge=1, le=1000)
     before: str | CheckpointBody | None = None
     metadata: HistoryFilter | None = None
     checkpoint: CheckpointBody | None = None
@@ -247,8 +258,8 @@ class AssistantSearch(Body):
     metadata: Json | None = None
     graph_id: str | None = None
     name: str | None = None
-    limit: int = Field(default=10, ge=1, le=1000)
-    offset: int = Field(default=0, ge=0, le=MAX_OFFSET)
+    limit: JsonInt = Field(default=10, ge=1, le=1000)
+    offset: JsonInt = Field(default=0, ge=0, le=MAX_OFFSET)
     sort_by: Literal["assistant_id", "graph_id", "name", "created_at", "updated_at"] | None = None
     sort_order: Literal["asc", "desc"] | None = None
     select: (
@@ -291,10 +302,98 @@ AssistantId = Annotated[
 ]
 
 
+_GOTO = {
+    "anyOf": [
+        {"type": "string"},
+        {
+            "type": "object",
+            "properties": {
+                "node": {"type": "string"},
+                "input": {"$ref": "#/components/schemas/JsonValue"},
+            },
+            "required": ["node"],
+        },
+    ]
+}
+
+
+class _Send(Body):
+    node: str
+    input: Any = None
+
+
+class _Command(Body):
+    """The shape ``command_from_json`` can turn into a LangGraph ``Command``."""
+
+    resume: Any = None
+    update: (
+        dict[str, Any] | list[Annotated[list[Any], Field(min_length=2, max_length=2)]] | None
+    ) = None
+    goto: str | _Send | list[str | _Send] | None = None
+
+    @field_validator("update")
+    @classmethod
+    def _pairs_keyed_by_text(cls, value: Any) -> Any:
+        if isinstance(value, list) and not all(isinstance(pair[0], str) for pair in value):
+            raise ValueError("update pairs are [channel, value]")
+        return value
+
+
+def _check_command(value: dict[str, Any]) -> dict[str, Any]:
+    _Command.model_validate(value)
+    return value
+
+
+#: ``Command``: resume an interrupt, update state, go to nodes (``command_from_json``).
+RunCommand = Annotated[
+    dict[str, Any],
+    AfterValidator(_check_command),
+    WithJsonSchema(
+        {
+            "type": "object",
+            "properties": {
+                "resume": {"$ref": "#/components/schemas/JsonValue"},
+                "update": {
+                    "anyOf": [
+                        {"$ref": "#/components/schemas/JsonObject"},
+                        {
+                            "type": "array",
+                            "items": {
+                                "type": "array",
+                                "prefixItems": [
+                                    {"type": "string", "pattern": "^[^\\u0000]*$"},
+                                    {"$ref": "#/components/schemas/JsonValue"},
+                                ],
+                                "minItems": 2,
+                                "maxItems": 2,
+                            },
+                        },
+                        {"type": "null"},
+                    ]
+                },
+                "goto": {"anyOf": [_GOTO, {"type": "array", "items": _GOTO}, {"type": "null"}]},
+            },
+            "additionalProperties": False,
+        }
+    ),
+]
+
+
+#: ``input`` and ``command`` are alternatives (``build_spec`` refuses both).
+_INPUT_OR_COMMAND: dict[str, Any] = {
+    "not": {
+        "required": ["input", "command"],
+        "properties": {"input": {"type": "object"}, "command": {"type": "object"}},
+    }
+}
+
+
 class RunCreate(Body):
+    model_config = ConfigDict(json_schema_extra=_INPUT_OR_COMMAND)
+
     assistant_id: AssistantId
     input: LeadAgentInput | None = None
-    command: dict[str, Any] | None = None
+    command: RunCommand | None = None
     stream_mode: StreamModes = "values"
     stream_subgraphs: bool = False
     stream_resumable: bool = False
@@ -347,6 +446,7 @@ class RunBatchItem(RunCreate):
 
     model_config = ConfigDict(
         json_schema_extra={
+            **_INPUT_OR_COMMAND,
             "if": {"required": ["thread_id"], "properties": {"thread_id": {"type": "string"}}},
             "then": {"properties": {"on_completion": {"type": "null"}}},
             "else": {
@@ -355,7 +455,7 @@ class RunBatchItem(RunCreate):
         }
     )
 
-    thread_id: str | None = None
+    thread_id: ThreadId | None = None
 
 
 class RunCancelMany(Body):

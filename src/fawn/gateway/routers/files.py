@@ -63,6 +63,7 @@ _UPLOAD_BODY: dict[str, Any] = {
                         }
                     },
                     "required": [UPLOAD_FIELD],
+                    "additionalProperties": False,
                 }
             }
         },

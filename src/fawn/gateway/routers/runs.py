@@ -28,7 +28,7 @@ from fawn.gateway.services import Services
 from fawn.gateway.sse import run_stream_response
 from fawn.gateway.wire import result_json, run_json
 from fawn.runs.errors import Draining, InvalidInput, NotFound, ServiceError
-from fawn.runs.spec import RunSpec, parse_stream_modes
+from fawn.runs.spec import SUPPORTED_STREAM_MODES, RunSpec, parse_stream_modes
 from fawn.store.runs import RunRecord, RunStatus
 from fawn.streams.sse import parse_last_event_id
 
@@ -203,6 +203,8 @@ async def create_batch(body: list[RunBatchItem], services: ServicesDep) -> Respo
             specs.append(_validate(services, item, stateless=item.thread_id is None))
             if item.thread_id is not None and item.if_not_exists != "create":
                 await services.threads.get(item.thread_id)
+        except NotFound as exc:
+            raise NotFound(f"[{index}] {exc}") from exc
         except (ServiceError, AgentError) as exc:
             raise InvalidInput(f"[{index}] {exc}", field=f"[{index}]") from exc
     runs = []
@@ -263,9 +265,15 @@ async def join_stream(
     thread_id: str,
     run_id: str,
     services: ServicesDep,
-    last_event_id: Annotated[str | None, Header()] = None,
+    last_event_id: Annotated[
+        str | None, Header(json_schema_extra={"pattern": "^[0-9]{0,18}$"})
+    ] = None,
     cancel_on_disconnect: bool = False,
-    stream_mode: Annotated[list[str] | None, Query()] = None,
+    stream_mode: Annotated[
+        list[str] | None,
+        # "" (what the SDK sends for "no choice") means every mode
+        Query(json_schema_extra={"items": {"enum": ["", *SUPPORTED_STREAM_MODES]}}),
+    ] = None,
 ) -> Response:
     run = await services.runs.get(thread_id, run_id)
     after = parse_last_event_id(last_event_id)

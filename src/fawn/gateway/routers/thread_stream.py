@@ -21,7 +21,9 @@ router = APIRouter(tags=["threads"])
 async def join_thread_stream(
     thread_id: str,
     services: ServicesDep,
-    last_event_id: Annotated[str | None, Header()] = None,
+    last_event_id: Annotated[
+        str | None, Header(json_schema_extra={"pattern": "^(.+:[0-9]{1,19})?$"})
+    ] = None,
     stream_mode: Annotated[list[ThreadStreamMode] | None, Query()] = None,
 ) -> Response:
     """Modes (langgraph_sdk's ``ThreadStreamMode``): ``run_modes`` forwards every event of
