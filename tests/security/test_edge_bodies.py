@@ -16,10 +16,10 @@ from pathlib import Path
 import httpx
 import pytest
 
-from fawn.testing import StubServerThread
 from tests.conftest import base_config
 from tests.security.edge_helpers import new_thread, threads_with
 from tests.support.live import LiveServer
+from tests.support.openai_stub import StubServerThread
 from tests.support.problems import problem
 
 SMALL = 4096
