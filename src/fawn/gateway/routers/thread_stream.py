@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, get_args
 
 from fastapi import APIRouter, Header, Query, Response
 
@@ -24,7 +24,10 @@ async def join_thread_stream(
     last_event_id: Annotated[
         str | None, Header(json_schema_extra={"pattern": "^(.+:[0-9]{1,19})?$"})
     ] = None,
-    stream_mode: Annotated[list[ThreadStreamMode] | None, Query()] = None,
+    stream_mode: Annotated[
+        list[str] | None,
+        Query(json_schema_extra={"items": {"enum": list(get_args(ThreadStreamMode))}}),
+    ] = None,
 ) -> Response:
     """Modes (langgraph_sdk's ``ThreadStreamMode``): ``run_modes`` forwards every event of
     every run plus ``run_done`` when one ends; ``lifecycle`` only each run's start
