@@ -31,7 +31,7 @@ import pytest
 
 from tests.support.live import LiveServer
 
-MAX_EXAMPLES = 8
+MAX_EXAMPLES = 4
 SEED = 1
 
 CONFIG = """
