@@ -79,7 +79,7 @@ async def test_search(client: LangGraphClient) -> None:
     assert await search(response_format="object") == {"assistants": [ASSISTANT], "next": None}
     with pytest.raises(UnprocessableEntityError) as raised:
         await search(select=["secret"])  # type: ignore[list-item]
-    assert raised.value.response.json()["detail"].startswith("select.0: Input should be")
+    assert raised.value.response.json()["detail"].startswith("select[0]: Input should be")
 
 
 async def test_search_pagination_headers(server: LiveServer) -> None:

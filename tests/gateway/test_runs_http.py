@@ -167,7 +167,7 @@ async def test_stateless_runs_cannot_start_from_a_checkpoint(server: LiveServer)
         )
     assert (response.status_code, response.json()) == (
         422,
-        problem("stateless runs cannot start from a checkpoint", "invalid_input"),
+        problem("checkpoint_id: stateless runs cannot start from a checkpoint", "invalid_input"),
     )
 
 

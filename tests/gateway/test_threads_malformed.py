@@ -38,7 +38,7 @@ async def test_invalid_json_body_is_422(server: LiveServer, path: str, content: 
     assert response.status_code == 422
     body = response.json()
     assert list(body) == ERROR_KEYS
-    assert body["detail"].startswith("invalid JSON body: ")
+    assert body["detail"].startswith("body: invalid JSON: ")
 
 
 async def test_missing_and_non_object_bodies_are_422(server: LiveServer) -> None:
@@ -70,7 +70,7 @@ async def test_missing_and_non_object_bodies_are_422(server: LiveServer) -> None
         ("/threads", {"metadata": "x"}, "metadata: Input should be a valid dictionary"),
         ("/threads", {"if_exists": "update"}, "if_exists: Input should be 'raise' or 'do_nothing'"),
         ("/threads", {"thread_id": 7}, "thread_id: Input should be a valid string"),
-        ("/threads", {"supersteps": [{"updates": []}]}, "supersteps.0.updates: List should have"),
+        ("/threads", {"supersteps": [{"updates": []}]}, "supersteps[0].updates: List should have"),
         ("/threads/search", {"limit": "ten"}, "limit: Input should be a valid integer"),
         ("/threads/search", {"limit": 0}, "limit: Input should be greater than or equal to 1"),
         ("/threads/search", {"offset": -1}, "offset: Input should be greater than or equal to 0"),
@@ -78,7 +78,7 @@ async def test_missing_and_non_object_bodies_are_422(server: LiveServer) -> None
         ("/threads/search", {"sort_by": "metadata"}, "sort_by: Input should be 'thread_id'"),
         ("/threads/search", {"sort_order": "up"}, "sort_order: Input should be 'asc' or 'desc'"),
         ("/threads/search", {"ids": "abc"}, "ids: Input should be a valid list"),
-        ("/threads/search", {"select": ["nope"]}, "select.0: Input should be 'thread_id'"),
+        ("/threads/search", {"select": ["nope"]}, "select[0]: Input should be 'thread_id'"),
         ("/threads/search", {"extract": {"a": "x..y"}}, "extract.a: invalid path 'x..y'"),
         ("/threads/count", {"values": [1]}, "values: Input should be a valid dictionary"),
         ("/threads/prune", {"thread_ids": "a"}, "thread_ids: Input should be a valid list"),
@@ -131,42 +131,42 @@ def _nested(depth: int) -> Any:
         (
             "/threads",
             {"metadata": {"a": "x\u0000y"}},
-            "metadata: strings may not contain NUL (\\u0000) (at metadata.a)",
+            "metadata.a: text may not contain NUL (\\u0000)",
         ),
         (
             "/threads",
             {"metadata": {"big": [1, 2**64]}},
-            "metadata: integer out of the 64-bit range (at metadata.big[1])",
+            "metadata.big[1]: integer 18446744073709551616 is outside ±9007199254740991",
         ),
         (
             "/threads/search",
             {"values": {"x": float("nan")}},
-            "values: NaN and Infinity are not JSON numbers (at values.x)",
+            "values.x: NaN is not a JSON number",
         ),
         (
             "/threads/search",
             {"ids": ["ok", "n\u0000"]},
-            "ids: strings may not contain NUL (\\u0000) (at ids[1])",
+            "ids[1]: text may not contain NUL (\\u0000)",
         ),
         (
             "/threads/count",
             {"metadata": _nested(40)},
-            "metadata: nested deeper than 64 levels (at metadata" + ".k[0]" * 32 + ".k)",
+            "metadata" + ".k[0]" * 31 + ".k: nested deeper than 64 levels",
         ),
         (
             "/threads/{tid}/state",
             {"values": {"title": "\u0000"}},
-            "values: strings may not contain NUL (\\u0000) (at values.title)",
+            "values.title: text may not contain NUL (\\u0000)",
         ),
         (
             "/threads/{tid}/state",
             {"values": {"title": "x"}, "checkpoint_id": "\u0000"},
-            "checkpoint_id: strings may not contain NUL (\\u0000) (at checkpoint_id)",
+            "checkpoint_id: text may not contain NUL (\\u0000)",
         ),
         (
             "/threads/{tid}/history",
             {"before": {"checkpoint_id": "\u0000"}},
-            "before: strings may not contain NUL (\\u0000) (at before.checkpoint_id)",
+            "before.checkpoint_id: text may not contain NUL (\\u0000)",
         ),
     ],
 )
@@ -316,5 +316,5 @@ async def test_json_too_deep_for_the_decoder_is_a_422(server: LiveServer) -> Non
         )
     assert (response.status_code, response.json()) == (
         422,
-        problem("invalid JSON body: it could not be parsed", "invalid_input"),
+        problem("body: nested deeper than 64 levels", "invalid_input"),
     )

@@ -39,6 +39,11 @@ class LiveServer:
         return f"http://127.0.0.1:{self.port}"
 
     @property
+    def pid(self) -> int:
+        assert self._proc is not None, "the server is not running"
+        return self._proc.pid
+
+    @property
     def data_dir(self) -> Path:
         return Path(self.config["data_dir"])
 

@@ -17,9 +17,19 @@ class _Section(BaseModel):
 
 
 class ServerSettings(_Section):
+    """Where the gateway listens and what its edge accepts (see ``fawn.gateway.edge``)."""
+
     host: str = "127.0.0.1"
     port: int = Field(default=2026, ge=0, le=65535)
+    #: browser origins (``scheme://host[:port]``) allowed to call the API cross-site
     cors_origins: list[str] = Field(default_factory=list)
+    #: ``Host`` names served besides the loopback names and ``host`` (``*.example.com``, ``*``)
+    allowed_hosts: list[str] = Field(default_factory=list)
+    #: largest request body (JSON) in bytes; uploads have their own limits (``uploads``)
+    max_body_bytes: int = Field(default=10 * 1024 * 1024, ge=1024)
+    #: deepest nesting of objects/arrays in a JSON body; at most 200 so that any accepted
+    #: value still encodes inside a stored record (the encoder stops at 255 levels)
+    max_json_depth: int = Field(default=64, ge=8, le=200)
 
 
 class DatabaseSettings(_Section):

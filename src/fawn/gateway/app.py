@@ -6,10 +6,11 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
-from starlette.middleware.cors import CORSMiddleware
 
 from fawn.config.settings import AppConfig
+from fawn.gateway.edge import edge_middleware
 from fawn.gateway.errors import install_error_handlers
+from fawn.gateway.openapi import install_openapi
 from fawn.gateway.routers import (
     assistants,
     files,
@@ -39,20 +40,7 @@ def create_app(config: AppConfig) -> FastAPI:
         lifespan=lifespan,
     )
     install_error_handlers(app)
-    if config.server.cors_origins:
-        # pure ASGI (no BaseHTTPMiddleware), so SSE disconnects are still seen
-        app.add_middleware(
-            CORSMiddleware,
-            allow_origins=config.server.cors_origins,
-            allow_methods=["*"],
-            allow_headers=["*"],
-            expose_headers=[
-                "Content-Location",
-                "Location",
-                "X-Pagination-Total",
-                "X-Pagination-Next",
-            ],
-        )
+    install_openapi(app)
     for module in (system, assistants, threads, thread_stream, runs):
         app.include_router(module.router)
     app.include_router(files.router)
@@ -60,4 +48,6 @@ def create_app(config: AppConfig) -> FastAPI:
     app.include_router(run_events.router)
     app.include_router(unsupported.router)
     app.include_router(web.router)
+    # The edge's order is this list's (outermost first), not the order of add_middleware calls.
+    app.user_middleware = edge_middleware(config.server, app.openapi)
     return app

@@ -19,6 +19,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.responses import Response
 
 from fawn.agent.errors import AgentError
+from fawn.gateway.openapi import allowed_methods, operations
 from fawn.gateway.responses import JSON
 from fawn.runs.errors import ServiceError
 from fawn.sandbox.errors import SandboxError
@@ -50,6 +51,7 @@ STATUS_BY_CODE: dict[str, int] = {
     "invalid_cursor": 400,
     "unstorable_value": 422,
     "bad_request": 400,
+    "host_not_allowed": 400,
     "unknown_model": 400,
     "no_model_configured": 400,
     "model_load_error": 400,
@@ -58,7 +60,10 @@ STATUS_BY_CODE: dict[str, int] = {
     "path_outside_sandbox": 403,
     "forbidden_path": 403,
     "read_only_path": 403,
+    "cross_site_request": 403,
+    "unsupported_media_type": 415,
     # limits
+    "request_too_large": 413,
     "upload_too_large": 413,
     "too_many_files": 413,
     # infrastructure, or this worker shutting down: try again later
@@ -131,15 +136,23 @@ def error_response(exc: BaseException) -> JSON:
 
 
 def _loc(loc: tuple[Any, ...]) -> str:
-    parts = [str(p) for p in loc if p not in ("body", "query", "path", "header")]
-    return ".".join(parts) or "body"
+    """``input.messages[0].role``: keys joined by dots, list indexes in brackets."""
+    text = ""
+    for index, part in enumerate(loc):
+        if index == 0 and part in ("body", "query", "path", "header"):
+            continue
+        if isinstance(part, int):
+            text += f"[{part}]"
+        else:
+            text += f".{part}" if text else str(part)
+    return text or "body"
 
 
 def validation_message(exc: RequestValidationError) -> str:
     messages = []
     for err in exc.errors():
         if err.get("type") == "json_invalid":
-            messages.append(f"invalid JSON body: {err.get('msg')}")
+            messages.append(f"body: invalid JSON: {err.get('msg')}")
         elif err.get("type") == "extra_forbidden":
             messages.append(f"{_loc(err['loc'])}: unsupported field")
         elif err.get("type") == "missing" and tuple(err.get("loc", ())) == ("body",):
@@ -157,27 +170,33 @@ def install_error_handlers(app: FastAPI) -> None:
     async def on_service(_: Request, exc: Exception) -> Response:
         return error_response(exc)
 
-    async def on_http(_: Request, exc: Exception) -> Response:
+    async def on_http(request: Request, exc: Exception) -> Response:
         assert isinstance(exc, StarletteHTTPException)
         if exc.status_code == 400 and exc.detail == _FASTAPI_UNPARSABLE_BODY:
             # FastAPI's answer when the JSON decoder itself fails (e.g. nesting too deep for
             # it): a malformed body like any other, so 422 as for invalid JSON
             return JSON(
-                error_body("invalid JSON body: it could not be parsed", "invalid_input"),
+                error_body("body: invalid JSON: it could not be parsed", "invalid_input"),
                 status_code=422,
             )
         code = _CODE_BY_HTTP_STATUS.get(exc.status_code, "http_error")
-        return JSON(
-            error_body(str(exc.detail), code),
-            status_code=exc.status_code,
-            headers=exc.headers,
-        )
+        headers = dict(exc.headers or {})
+        if exc.status_code == 405:
+            # The router only knows the first route matching the path; the document knows all.
+            methods = allowed_methods(operations(request.app.openapi()), request.url.path)
+            headers["Allow"] = ", ".join(methods)
+        return JSON(error_body(str(exc.detail), code), status_code=exc.status_code, headers=headers)
 
     async def on_driver(_: Request, exc: Exception) -> Response:
         unavailable = unavailable_error(exc)
         return error_response(exc if unavailable is None else unavailable)
 
+    async def on_unexpected(_: Request, exc: Exception) -> Response:
+        # Logged by error_response; the server's own error middleware re-raises it after.
+        return error_response(exc)
+
     app.add_exception_handler(RequestValidationError, on_validation)
+    app.add_exception_handler(Exception, on_unexpected)
     app.add_exception_handler(StarletteHTTPException, on_http)
     for cls in _ROOTS:
         app.add_exception_handler(cls, on_service)

@@ -27,6 +27,9 @@ class _PartStart:
 # A part's start, a piece of its body, or None for its end.
 _Event = _PartStart | bytes | None
 
+#: A part's header block is kept in memory while it is parsed: bounded, unlike its body.
+MAX_PART_HEADER_BYTES = 16 * 1024
+
 
 class _MultipartEvents:
     """python-multipart's callbacks collected, in order, for the async side to drain."""
@@ -35,6 +38,7 @@ class _MultipartEvents:
         self.pending: deque[_Event] = deque()
         self.complete = False
         self._disposition = b""
+        self._header_bytes = 0
         self._name = bytearray()
         self._value = bytearray()
         self.parser = MultipartParser(
@@ -53,12 +57,20 @@ class _MultipartEvents:
 
     def _on_part_begin(self) -> None:
         self._disposition = b""
+        self._header_bytes = 0
 
     def _on_header_field(self, data: bytes, start: int, end: int) -> None:
+        self._count_header(end - start)
         self._name += data[start:end]
 
     def _on_header_value(self, data: bytes, start: int, end: int) -> None:
+        self._count_header(end - start)
         self._value += data[start:end]
+
+    def _count_header(self, size: int) -> None:
+        self._header_bytes += size
+        if self._header_bytes > MAX_PART_HEADER_BYTES:
+            raise InvalidInput(f"a multipart part's headers exceed {MAX_PART_HEADER_BYTES} bytes")
 
     def _on_header_end(self) -> None:
         if self._name.lower() == b"content-disposition":

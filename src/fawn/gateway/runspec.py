@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from fawn.gateway.routers.assistants import LEAD_AGENT_ID, resolve_assistant
-from fawn.gateway.schemas import RunCreate
+from fawn.gateway.routers.assistants import resolve_assistant
+from fawn.gateway.schemas import LEAD_AGENT_ID, RunCreate
 from fawn.runs.errors import InvalidInput
 from fawn.runs.spec import (
     SERVER_OWNED,
@@ -15,20 +15,8 @@ from fawn.runs.spec import (
     parse_stream_modes,
 )
 
-_UNSUPPORTED = {
-    "webhook": "webhooks are not supported",
-    "after_seconds": "delayed runs (after_seconds) are not supported",
-    "feedback_keys": "LangSmith feedback keys are not supported",
-    "langsmith_tracer": "LangSmith tracing is not supported",
-    "strict_resume": "strict_resume is not supported",
-}
-
 
 def build_spec(body: RunCreate, *, stateless: bool) -> RunSpec:
-    for name, why in _UNSUPPORTED.items():
-        value = getattr(body, name)
-        if value not in (None, False, 0, [], {}):
-            raise InvalidInput(f"{name}: {why}", field=name)
     if resolve_assistant(body.assistant_id) is None:
         raise InvalidInput(
             f"assistant {body.assistant_id!r} not found; available: lead_agent ({LEAD_AGENT_ID})",
@@ -45,6 +33,8 @@ def build_spec(body: RunCreate, *, stateless: bool) -> RunSpec:
             "on_completion applies to stateless runs only (POST /runs...)", field="on_completion"
         )
     config: dict[str, Any] = dict(body.config or {})
+    if not isinstance(config.get("configurable", {}), dict | None):
+        raise InvalidInput("config.configurable must be an object", field="config.configurable")
     configurable = {
         k: v for k, v in (config.get("configurable") or {}).items() if k not in SERVER_OWNED
     }
@@ -67,7 +57,7 @@ def build_spec(body: RunCreate, *, stateless: bool) -> RunSpec:
         stream_subgraphs=body.stream_subgraphs,
         stream_resumable=body.stream_resumable,
         config=config,
-        options=parse_options(config, body.context),
+        options=parse_options(_json_ints(config), _json_ints(body.context)),
         metadata=dict(body.metadata or {}),
         interrupt_before=body.interrupt_before,
         interrupt_after=body.interrupt_after,
@@ -77,3 +67,16 @@ def build_spec(body: RunCreate, *, stateless: bool) -> RunSpec:
         durability=durability,
         delete_thread_on_completion=stateless and body.on_completion != "keep",
     )
+
+
+def _json_ints(options: dict[str, Any] | None) -> dict[str, Any] | None:
+    """Integer options as JSON Schema reads them: ``4.0`` is the integer 4."""
+    if options is None:
+        return None
+    normalized = dict(options)
+    if isinstance(normalized.get("configurable"), dict):
+        normalized["configurable"] = _json_ints(normalized["configurable"])
+    value = normalized.get("max_concurrent_subagents")
+    if isinstance(value, float) and value.is_integer():
+        normalized["max_concurrent_subagents"] = int(value)
+    return normalized

@@ -3,8 +3,8 @@ naming the field: an option we do not implement is never silently ignored."""
 
 from __future__ import annotations
 
-import math
 import re
+import uuid
 from typing import Annotated, Any, Literal
 
 from pydantic import (
@@ -13,16 +13,39 @@ from pydantic import (
     BeforeValidator,
     ConfigDict,
     Field,
-    ValidationInfo,
+    WithJsonSchema,
     field_validator,
 )
 from pydantic_core import PydanticCustomError
 
+from fawn.agent.graph import LEAD_AGENT
+from fawn.gateway.messages import LeadAgentInput
+from fawn.runs.spec import SUPPORTED_STREAM_MODES
+
 Json = dict[str, Any]
+
+#: The LangGraph server's namespace for system assistant ids: an assistant's id is
+#: ``uuid5(namespace, graph_id)``.
+_ASSISTANT_NAMESPACE = uuid.UUID("6ba7b821-9dad-11d1-80b4-00c04fd430c8")
+LEAD_AGENT_ID = str(uuid.uuid5(_ASSISTANT_NAMESPACE, LEAD_AGENT))
+
+#: The largest page offset (as any JSON number: what every client reads exactly).
+MAX_OFFSET = 2**53 - 1
+
+
+def _integral(value: Any) -> Any:
+    """JSON Schema counts 10.0 as an integer: so does the server (strict mode refuses the
+    rest: booleans, strings, fractions)."""
+    return int(value) if isinstance(value, float) and value.is_integer() else value
+
+
+#: An integer as JSON Schema means it.
+JsonInt = Annotated[int, BeforeValidator(_integral)]
 
 
 class Body(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    # strict: false is not an offset, 0 is not a boolean (the schema says so too)
+    model_config = ConfigDict(extra="forbid", strict=True)
 
 
 class CheckpointBody(Body):
@@ -33,76 +56,28 @@ class CheckpointBody(Body):
 
 
 # -- threads, state and history ----------------------------------------------------------
-
-_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
-#: Deeper documents are refused: the JSON encoder stops at 255 levels, and a thread document
-#: nests request values a few levels down.
-MAX_JSON_DEPTH = 64
+# Values that no backend could store (NUL, lone surrogates, numbers beyond 64 bits, deep
+# nesting) never reach these models: the edge refuses them for every body
+# (:mod:`fawn.gateway.edge.jsonbody`).
 
 
-def json_value_problem(value: Any, path: str, depth: int = 0) -> tuple[str, str] | None:
-    """``(where, why)`` when ``value`` could not be stored and sent back unchanged on every
-    backend, else None.
+def _refuse(why: str) -> BeforeValidator:
+    """For a field the SDK can send that fawn does not implement: only null (or absent) is
+    accepted, any value is refused with ``why``."""
 
-    PostgreSQL's JSONB refuses NUL characters; the response encoder refuses integers beyond
-    64 bits and very deep nesting; NaN and Infinity are not JSON at all (Python's parser
-    accepts them).
-    """
-    if depth > MAX_JSON_DEPTH:
-        return path, f"nested deeper than {MAX_JSON_DEPTH} levels"
-    if isinstance(value, dict):
-        for key, item in value.items():
-            if "\x00" in str(key):
-                return path, "keys may not contain NUL (\\u0000)"
-            problem = json_value_problem(item, f"{path}.{key}", depth + 1)
-            if problem is not None:
-                return problem
-        return None
-    if isinstance(value, list):
-        for index, item in enumerate(value):
-            problem = json_value_problem(item, f"{path}[{index}]", depth + 1)
-            if problem is not None:
-                return problem
-        return None
-    why = _scalar_problem(value)
-    return None if why is None else (path, why)
+    def refuse(value: Any) -> None:
+        if value is not None:
+            raise PydanticCustomError("unsupported", why)
+
+    return BeforeValidator(refuse)
 
 
-def _scalar_problem(value: Any) -> str | None:
-    if isinstance(value, str) and "\x00" in value:
-        return "strings may not contain NUL (\\u0000)"
-    if isinstance(value, int) and not isinstance(value, bool):
-        return None if _INT64_MIN <= value <= _INT64_MAX else "integer out of the 64-bit range"
-    if isinstance(value, float) and not math.isfinite(value):
-        return "NaN and Infinity are not JSON numbers"
-    return None
-
-
-class StoredBody(Body):
-    """A body whose values end up in a database: each field must survive the round trip."""
-
-    @field_validator("*", mode="before")
-    @classmethod
-    def _storable(cls, value: Any, info: ValidationInfo) -> Any:
-        problem = json_value_problem(value, info.field_name or "body")
-        if problem is not None:
-            where, why = problem
-            raise PydanticCustomError(
-                "json_unstorable", "{why} (at {where})", {"why": why, "where": where}
-            )
-        return value
-
-
-def _no_ttl(value: Any) -> Any:
-    if value is not None:
-        raise PydanticCustomError(
-            "unsupported", "thread TTLs are not supported: threads are kept until deleted"
-        )
-    return value
-
+_NULL_ONLY = WithJsonSchema({"type": "null"})
 
 #: ``ttl`` is part of the SDK's create/update calls; refused with a message saying why.
-Ttl = Annotated[Any, BeforeValidator(_no_ttl)]
+Ttl = Annotated[
+    None, _refuse("thread TTLs are not supported: threads are kept until deleted"), _NULL_ONLY
+]
 
 STATE_FIELDS = (
     "values",
@@ -130,7 +105,16 @@ def _state_field(value: str) -> str:
 
 
 #: One entry of ``select`` on state and history reads (``values.<channel>`` picks one channel).
-StateField = Annotated[str, AfterValidator(_state_field)]
+StateField = Annotated[
+    str,
+    AfterValidator(_state_field),
+    WithJsonSchema(
+        {
+            "type": "string",
+            "pattern": f"^({'|'.join(STATE_FIELDS)}|values\\.[^.\\u0000]+)$",
+        }
+    ),
+]
 
 ThreadField = Literal[
     "thread_id",
@@ -161,39 +145,49 @@ def _extract_path(value: str) -> str:
     )
 
 
-ExtractPath = Annotated[str, AfterValidator(_extract_path)]
+ExtractPath = Annotated[
+    str,
+    AfterValidator(_extract_path),
+    WithJsonSchema({"type": "string", "maxLength": 256, "pattern": f"^{_EXTRACT_PATH.pattern}$"}),
+]
 
 
-class SuperstepUpdate(StoredBody):
+class SuperstepUpdate(Body):
     values: Any = None
-    command: dict[str, Any] | None = None
+    command: Annotated[
+        None, _refuse("updates with 'command' are not supported; use 'values'"), _NULL_ONLY
+    ] = None
     as_node: str
 
 
-class Superstep(StoredBody):
+class Superstep(Body):
     updates: list[SuperstepUpdate] = Field(min_length=1)
 
 
-class ThreadCreate(StoredBody):
-    thread_id: str | None = None
+#: A thread id a client may choose (``validate_thread_id``): a UUID fits.
+ThreadId = Annotated[str, WithJsonSchema({"type": "string", "pattern": "^[A-Za-z0-9_-]{1,64}$"})]
+
+
+class ThreadCreate(Body):
+    thread_id: ThreadId | None = None
     metadata: Json | None = None
     if_exists: Literal["raise", "do_nothing"] = "raise"
     supersteps: list[Superstep] | None = None
     ttl: Ttl = None
 
 
-class ThreadPatch(StoredBody):
+class ThreadPatch(Body):
     metadata: Json
     ttl: Ttl = None
 
 
-class ThreadSearch(StoredBody):
+class ThreadSearch(Body):
     metadata: Json | None = None
     values: Json | None = None
     ids: list[str] | None = None
     status: Literal["idle", "busy", "interrupted", "error"] | None = None
-    limit: int = Field(default=10, ge=1, le=1000)
-    offset: int = Field(default=0, ge=0)
+    limit: JsonInt = Field(default=10, ge=1, le=1000)
+    offset: JsonInt = Field(default=0, ge=0, le=MAX_OFFSET)
     sort_by: Literal["thread_id", "status", "created_at", "updated_at", "state_updated_at"] = (
         "created_at"
     )
@@ -202,34 +196,60 @@ class ThreadSearch(StoredBody):
     extract: dict[str, ExtractPath] | None = Field(default=None, max_length=10)
 
 
-class ThreadCount(StoredBody):
+class ThreadCount(Body):
     metadata: Json | None = None
     values: Json | None = None
     status: Literal["idle", "busy", "interrupted", "error"] | None = None
 
 
-class ThreadPrune(StoredBody):
+class ThreadPrune(Body):
     thread_ids: list[str]
     strategy: Literal["delete", "keep_latest"] = "delete"
 
 
-class StateUpdate(StoredBody):
+class StateUpdate(Body):
     values: Any = None
     as_node: str | None = None
     checkpoint_id: str | None = None
     checkpoint: CheckpointBody | None = None
 
 
-class StateAtCheckpoint(StoredBody):
+class StateAtCheckpoint(Body):
     checkpoint: CheckpointBody
     subgraphs: bool = False
     select: list[StateField] | None = None
 
 
-class HistoryQuery(StoredBody):
-    limit: int = Field(default=10, ge=1, le=1000)
+def _filter_keys(value: Json) -> Json:
+    bad = [key for key in value if not _FILTER_KEY.fullmatch(key)]
+    if bad:
+        raise PydanticCustomError(
+            "filter_key",
+            "filter keys may contain only letters, digits, '_', '.' and '-' (got {key!r})",
+            {"key": bad[0][:64]},
+        )
+    return value
+
+
+_FILTER_KEY = re.compile(r"[A-Za-z0-9_.-]+")
+#: Checkpoint metadata to match: the checkpointers accept only simple keys.
+HistoryFilter = Annotated[
+    Json,
+    AfterValidator(_filter_keys),
+    WithJsonSchema(
+        {
+            "type": "object",
+            "propertyNames": {"pattern": f"^{_FILTER_KEY.pattern}$"},
+            "additionalProperties": {"$ref": "#/components/schemas/JsonValue"},
+        }
+    ),
+]
+
+
+class HistoryQuery(Body):
+    limit: JsonInt = Field(default=10, ge=1, le=1000)
     before: str | CheckpointBody | None = None
-    metadata: Json | None = None
+    metadata: HistoryFilter | None = None
     checkpoint: CheckpointBody | None = None
     select: list[StateField] | None = None
 
@@ -238,8 +258,8 @@ class AssistantSearch(Body):
     metadata: Json | None = None
     graph_id: str | None = None
     name: str | None = None
-    limit: int = Field(default=10, ge=1, le=1000)
-    offset: int = Field(default=0, ge=0)
+    limit: JsonInt = Field(default=10, ge=1, le=1000)
+    offset: JsonInt = Field(default=0, ge=0, le=MAX_OFFSET)
     sort_by: Literal["assistant_id", "graph_id", "name", "created_at", "updated_at"] | None = None
     sort_order: Literal["asc", "desc"] | None = None
     select: (
@@ -267,11 +287,114 @@ class AssistantCount(Body):
     name: str | None = None
 
 
-class RunCreate(Body):
-    assistant_id: str
+_STREAM_MODE_SCHEMA = {"type": "string", "enum": list(SUPPORTED_STREAM_MODES)}
+#: One mode or several (checked by ``parse_stream_modes``, which names the unsupported ones).
+StreamModes = Annotated[
+    str | list[str],
+    WithJsonSchema(
+        {"anyOf": [_STREAM_MODE_SCHEMA, {"type": "array", "items": _STREAM_MODE_SCHEMA}]}
+    ),
+]
+
+#: The assistants that exist: the lead agent, by graph name or by its LangGraph-style id.
+AssistantId = Annotated[
+    str, WithJsonSchema({"type": "string", "enum": [LEAD_AGENT, LEAD_AGENT_ID]})
+]
+
+
+_GOTO = {
+    "anyOf": [
+        {"type": "string"},
+        {
+            "type": "object",
+            "properties": {
+                "node": {"type": "string"},
+                "input": {"$ref": "#/components/schemas/JsonValue"},
+            },
+            "required": ["node"],
+        },
+    ]
+}
+
+
+class _Send(Body):
+    node: str
     input: Any = None
-    command: dict[str, Any] | None = None
-    stream_mode: str | list[str] = "values"
+
+
+class _Command(Body):
+    """The shape ``command_from_json`` can turn into a LangGraph ``Command``."""
+
+    resume: Any = None
+    update: (
+        dict[str, Any] | list[Annotated[list[Any], Field(min_length=2, max_length=2)]] | None
+    ) = None
+    goto: str | _Send | list[str | _Send] | None = None
+
+    @field_validator("update")
+    @classmethod
+    def _pairs_keyed_by_text(cls, value: Any) -> Any:
+        if isinstance(value, list) and not all(isinstance(pair[0], str) for pair in value):
+            raise ValueError("update pairs are [channel, value]")
+        return value
+
+
+def _check_command(value: dict[str, Any]) -> dict[str, Any]:
+    _Command.model_validate(value)
+    return value
+
+
+#: ``Command``: resume an interrupt, update state, go to nodes (``command_from_json``).
+RunCommand = Annotated[
+    dict[str, Any],
+    AfterValidator(_check_command),
+    WithJsonSchema(
+        {
+            "type": "object",
+            "properties": {
+                "resume": {"$ref": "#/components/schemas/JsonValue"},
+                "update": {
+                    "anyOf": [
+                        {"$ref": "#/components/schemas/JsonObject"},
+                        {
+                            "type": "array",
+                            "items": {
+                                "type": "array",
+                                "prefixItems": [
+                                    {"type": "string", "pattern": "^[^\\u0000]*$"},
+                                    {"$ref": "#/components/schemas/JsonValue"},
+                                ],
+                                "minItems": 2,
+                                "maxItems": 2,
+                            },
+                        },
+                        {"type": "null"},
+                    ]
+                },
+                "goto": {"anyOf": [_GOTO, {"type": "array", "items": _GOTO}, {"type": "null"}]},
+            },
+            "additionalProperties": False,
+        }
+    ),
+]
+
+
+#: ``input`` and ``command`` are alternatives (``build_spec`` refuses both).
+_INPUT_OR_COMMAND: dict[str, Any] = {
+    "not": {
+        "required": ["input", "command"],
+        "properties": {"input": {"type": "object"}, "command": {"type": "object"}},
+    }
+}
+
+
+class RunCreate(Body):
+    model_config = ConfigDict(json_schema_extra=_INPUT_OR_COMMAND)
+
+    assistant_id: AssistantId
+    input: LeadAgentInput | None = None
+    command: RunCommand | None = None
+    stream_mode: StreamModes = "values"
     stream_subgraphs: bool = False
     stream_resumable: bool = False
     config: dict[str, Any] | None = None
@@ -288,20 +411,65 @@ class RunCreate(Body):
     on_disconnect: Literal["cancel", "continue"] = "continue"
     on_completion: Literal["delete", "keep"] | None = None
     # Accepted by the SDK but not implemented here: refused with a message when set.
-    webhook: str | None = None
-    after_seconds: int | None = None
-    feedback_keys: list[str] | None = None
-    langsmith_tracer: dict[str, Any] | None = None
-    strict_resume: bool | None = None
+    webhook: Annotated[None, _refuse("webhooks are not supported"), _NULL_ONLY] = None
+    after_seconds: Annotated[
+        None, _refuse("delayed runs (after_seconds) are not supported"), _NULL_ONLY
+    ] = None
+    feedback_keys: Annotated[
+        None, _refuse("LangSmith feedback keys are not supported"), _NULL_ONLY
+    ] = None
+    langsmith_tracer: Annotated[None, _refuse("LangSmith tracing is not supported"), _NULL_ONLY] = (
+        None
+    )
+    strict_resume: Annotated[None, _refuse("strict_resume is not supported"), _NULL_ONLY] = None
+
+
+_FOR_STATELESS = "on_completion applies to stateless runs only (POST /runs...)"
+_FOR_THREADS = "stateless runs cannot start from a checkpoint"
+
+
+class ThreadRunCreate(RunCreate):
+    """A run on a thread (``/threads/{thread_id}/runs...``)."""
+
+    on_completion: Annotated[None, _refuse(_FOR_STATELESS), _NULL_ONLY] = None
+
+
+class StatelessRunCreate(RunCreate):
+    """A run on a temporary thread (``/runs...``)."""
+
+    checkpoint: Annotated[None, _refuse(_FOR_THREADS), _NULL_ONLY] = None
+    checkpoint_id: Annotated[None, _refuse(_FOR_THREADS), _NULL_ONLY] = None
 
 
 class RunBatchItem(RunCreate):
     """One entry of ``POST /runs/batch``: a run on ``thread_id``, or stateless without it."""
 
-    thread_id: str | None = None
+    model_config = ConfigDict(
+        json_schema_extra={
+            **_INPUT_OR_COMMAND,
+            "if": {"required": ["thread_id"], "properties": {"thread_id": {"type": "string"}}},
+            "then": {"properties": {"on_completion": {"type": "null"}}},
+            "else": {
+                "properties": {"checkpoint": {"type": "null"}, "checkpoint_id": {"type": "null"}}
+            },
+        }
+    )
+
+    thread_id: ThreadId | None = None
 
 
 class RunCancelMany(Body):
+    """Which runs to cancel: those of a thread, those listed, or those in a status."""
+
+    model_config = ConfigDict(
+        json_schema_extra={
+            "anyOf": [
+                {"required": [name], "properties": {name: {"not": {"type": "null"}}}}
+                for name in ("thread_id", "run_ids", "status")
+            ]
+        }
+    )
+
     thread_id: str | None = None
     run_ids: list[str] | None = None
     status: Literal["pending", "running", "all"] | None = None

@@ -9,7 +9,7 @@ clean close of a run stream whose run goes on elsewhere (the SDKs then reconnect
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Callable, Collection
+from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Sequence
 from typing import Any, Literal, get_args
 
 import anyio
@@ -180,7 +180,7 @@ def run_stream_response(
     return ReleasableStream(frames(), release=release, on_disconnect=on_disconnect, headers=headers)
 
 
-def parse_thread_modes(raw: list[str] | None) -> frozenset[str]:
+def parse_thread_modes(raw: Sequence[str] | None) -> frozenset[str]:
     modes = frozenset(raw or ["run_modes"])
     unknown = sorted(modes - set(get_args(ThreadStreamMode)))
     if unknown:
@@ -196,7 +196,13 @@ def parse_thread_cursor(raw: str | None) -> tuple[str, int] | None:
     if not raw:
         return None
     run_id, sep, event_id = raw.rpartition(":")
-    if not sep or not run_id or not event_id.isdigit() or len(event_id) > 19:
+    # ASCII digits only: str.isdigit() also takes '²', which int() refuses
+    if (
+        not sep
+        or not run_id
+        or not (event_id.isascii() and event_id.isdigit())
+        or len(event_id) > 19
+    ):
         raise InvalidInput(
             "Last-Event-ID for a thread stream looks like '<run_id>:<event id>'",
             field="Last-Event-ID",

@@ -13,6 +13,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
+import anyio
+import anyio.to_thread
 from langchain_core.runnables import RunnableConfig
 from langgraph.errors import InvalidUpdateError
 from langgraph.types import StateSnapshot, StateUpdate
@@ -21,11 +23,12 @@ from fawn.agent.graph import LeadAgent
 from fawn.agent.serialize import to_jsonable
 from fawn.agent.snapshots import pending_interrupts
 from fawn.agent.state import InvalidStateUpdate, validate_update
-from fawn.runs.errors import Conflict, InvalidInput, NotFound
+from fawn.runs.errors import Conflict, InvalidInput, NotFound, ServiceError
 from fawn.sandbox.base import SandboxProvider
 from fawn.sandbox.errors import InvalidThreadId
 from fawn.sandbox.local import SANDBOX_ID_PREFIX
 from fawn.sandbox.paths import ThreadPaths, validate_thread_id
+from fawn.sandbox.treecopy import copy_tree
 from fawn.store.checkpoints import Saver, copy_thread
 from fawn.store.errors import ThreadExists
 from fawn.store.run_queue import IdleThread
@@ -75,6 +78,11 @@ def thread_row(
         status=status or ("interrupted" if interrupts else "idle"),
         error=error,
     )
+
+
+def _move_if_present(source: Path, target: Path) -> None:
+    if source.exists():
+        source.rename(target)
 
 
 def check_thread_id(thread_id: str) -> str:
@@ -186,26 +194,44 @@ class ThreadService:
         return await self._repo.count(flt)
 
     async def copy(self, thread_id: str) -> ThreadRecord:
-        """A new thread with the same metadata, checkpoints (history) and files."""
+        """A new thread with the same metadata, checkpoints (history) and files; all of it
+        or, if any step fails, nothing (see :mod:`fawn.sandbox.treecopy` for the files)."""
         source = await self.get(thread_id)
         target = str(uuid.uuid4())
-        await self._repo.create(target, metadata=source.metadata)
-        await copy_thread(self._saver, thread_id, target)
-        source_dir = self._thread_dir(thread_id)
-        if source_dir.is_dir():
-            # Symlinks stay links: following one planted in a workspace would copy host files.
-            await asyncio.to_thread(
-                shutil.copytree, source_dir, self._thread_dir(target), symlinks=True
+        source_dir, target_dir = self._thread_dir(thread_id), self._thread_dir(target)
+        # Files first, beside the final place: the step most likely to fail touches no record.
+        staging = target_dir.with_name(f".copy-{target}")
+        try:
+            if source_dir.is_dir():
+                # anyio's worker is not abandoned on cancellation: cleanup sees a finished copy
+                await anyio.to_thread.run_sync(copy_tree, source_dir, staging)
+            await self._repo.create(target, metadata=source.metadata)
+            await copy_thread(self._saver, thread_id, target)
+            await self._repo.save_state(
+                target,
+                ThreadStateSnapshot(
+                    values=source.values,
+                    interrupts=source.interrupts,
+                    status="interrupted" if source.interrupts else "idle",
+                ),
             )
-        await self._repo.save_state(
-            target,
-            ThreadStateSnapshot(
-                values=source.values,
-                interrupts=source.interrupts,
-                status="interrupted" if source.interrupts else "idle",
-            ),
-        )
+            await anyio.to_thread.run_sync(_move_if_present, staging, target_dir)
+        except OSError as exc:
+            await self._discard_copy(target, staging)
+            raise ServiceError(
+                f"thread {thread_id} could not be copied: {exc.strerror or exc}"
+            ) from exc
+        except BaseException:
+            await self._discard_copy(target, staging)
+            raise
         return await self.get(target)
+
+    async def _discard_copy(self, target: str, staging: Path) -> None:
+        """Remove whatever an unfinished copy made: its files, checkpoints and record."""
+        with anyio.CancelScope(shield=True):
+            await anyio.to_thread.run_sync(shutil.rmtree, staging, True)
+            await self._saver.adelete_thread(target)
+            await self._repo.delete(target)
 
     async def prune(self, thread_ids: Sequence[str], strategy: str) -> int:
         """``delete`` removes threads entirely; ``keep_latest`` keeps only the latest checkpoint.

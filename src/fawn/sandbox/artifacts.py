@@ -61,8 +61,10 @@ def open_artifact(paths: ThreadPaths, virtual_path: str) -> ArtifactFile:
         host = policy.to_host(virtual_path)
     except (PathOutsideSandbox, PathNotFound) as exc:
         raise ForbiddenPath(f"the path leaves the thread's files; {_ALLOWED}") from exc
+    except OSError as exc:  # a link resolved while the tree was being changed
+        raise _os_refusal(exc, _shorten(virtual_path)) from None
     root, parts = _split_under_mount(paths, host)
-    display = policy.to_virtual(host)
+    display = _shorten(policy.to_virtual(host))
     if not parts:
         raise NoSuchFile(f"{display} is a directory, not a file")
     fd = _open_beneath(root, parts, display)
@@ -106,12 +108,29 @@ def _open_beneath(root: str, parts: list[str], display: str) -> int:
     except (FileNotFoundError, NotADirectoryError):
         raise NoSuchFile(f"{display} does not exist") from None
     except OSError as exc:
-        if exc.errno == errno.ELOOP:
-            raise ForbiddenPath(
-                f"{display} changed into a symbolic link while being opened"
-            ) from None
-        if exc.errno == errno.EACCES:
-            raise NoSuchFile(f"{display} is not readable") from None
-        raise
+        raise _os_refusal(exc, display) from None
     finally:
         os.close(dir_fd)
+
+
+#: Errors of a path the agent can change at any moment: they describe the request's path,
+#: not a fault of the server.
+_CHANGED = frozenset({errno.EINVAL, errno.ENOENT, errno.ENOTDIR, errno.ESTALE})
+
+
+def _os_refusal(exc: OSError, display: str) -> Exception:
+    """The refusal for an error met while resolving or opening ``display``; unknown ones
+    (an I/O error) stay what they are."""
+    if exc.errno == errno.ELOOP:
+        return ForbiddenPath(f"{display} changed into a symbolic link while being opened")
+    if exc.errno == errno.EACCES:
+        return NoSuchFile(f"{display} is not readable")
+    if exc.errno == errno.ENAMETOOLONG:
+        return NoSuchFile(f"{display} does not exist: a name in it is too long for a file")
+    if exc.errno in _CHANGED:
+        return NoSuchFile(f"{display} changed while being opened; it is not a file now")
+    return exc
+
+
+def _shorten(path: str) -> str:
+    return path if len(path) <= 200 else path[:200] + "…"

@@ -62,11 +62,14 @@ def parse_last_event_id(header: str | None) -> int | None:
         return None
     if not _DIGITS.fullmatch(value):
         raise InvalidCursor(
-            f"Last-Event-ID must be a non-negative integer event id, got {header!r}"
+            f"Last-Event-ID must be a non-negative integer event id, got {header[:40]!r}"
         )
-    cursor = int(value)
-    if cursor > MAX_EVENT_ID:
-        raise InvalidCursor(f"Last-Event-ID {value} is out of range (at most {MAX_EVENT_ID})")
+    # Length first: Python will not even convert more than 4300 digits.
+    digits = value.lstrip("0") or "0"
+    if len(digits) > len(str(MAX_EVENT_ID)) or int(digits) > MAX_EVENT_ID:
+        shown = value if len(value) <= 40 else f"{value[:12]}…({len(value)} digits)"
+        raise InvalidCursor(f"Last-Event-ID {shown} is out of range (at most {MAX_EVENT_ID})")
+    cursor = int(digits)
     return cursor or None
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import uuid
 from datetime import UTC, datetime
 from typing import Annotated, Any
 
@@ -12,15 +11,12 @@ from langgraph.pregel import Pregel
 from fawn.agent.graph import LEAD_AGENT
 from fawn.gateway.deps import ServicesDep
 from fawn.gateway.responses import JSON
-from fawn.gateway.schemas import AssistantCount, AssistantSearch
+from fawn.gateway.schemas import LEAD_AGENT_ID, AssistantCount, AssistantSearch
 from fawn.runs.errors import NotFound
 from fawn.store.database import json_contains
 
 router = APIRouter(tags=["assistants"])
 
-# The LangGraph server's namespace for system assistant ids.
-_ASSISTANT_NAMESPACE = uuid.UUID("6ba7b821-9dad-11d1-80b4-00c04fd430c8")
-LEAD_AGENT_ID = str(uuid.uuid5(_ASSISTANT_NAMESPACE, LEAD_AGENT))
 _EPOCH = datetime(2026, 1, 1, tzinfo=UTC)
 
 

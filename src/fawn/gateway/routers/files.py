@@ -59,9 +59,11 @@ _UPLOAD_BODY: dict[str, Any] = {
                         UPLOAD_FIELD: {
                             "type": "array",
                             "items": {"type": "string", "format": "binary"},
+                            "minItems": 1,
                         }
                     },
                     "required": [UPLOAD_FIELD],
+                    "additionalProperties": False,
                 }
             }
         },
@@ -224,15 +226,15 @@ def _requested_range(header: str | None, size: int) -> tuple[int, int] | None:
     match = _RANGE.fullmatch(header.strip()) if header else None
     if match is None:
         return None
-    first, last = match.groups()
-    if first:
-        start = int(first)
-        if last and int(last) < start:
+    first, last = (_position(g) for g in match.groups())
+    if first is not None:
+        start = first
+        if last is not None and last < start:
             return None
-        end = min(int(last) + 1, size) if last else size
-    elif last:
+        end = min(last + 1, size) if last is not None else size
+    elif last is not None:
         # A suffix: the final N bytes. Zero of them cannot be satisfied.
-        length = int(last)
+        length = last
         start, end = (max(size - length, 0) if length else size), size
     else:
         return None
@@ -243,6 +245,15 @@ def _requested_range(header: str | None, size: int) -> tuple[int, int] | None:
             headers={"content-range": f"bytes */{size}"},
         )
     return start, end
+
+
+def _position(digits: str) -> int | None:
+    """A byte position of a Range; any position beyond 2**63 is as good as 2**63 (and
+    Python refuses to convert more than 4300 digits)."""
+    if not digits:
+        return None
+    digits = digits.lstrip("0") or "0"
+    return int(digits) if len(digits) <= 18 else 2**63
 
 
 @functools.cache

@@ -16,12 +16,19 @@ from fawn.agent.serialize import dumps
 from fawn.gateway.deps import ServicesDep
 from fawn.gateway.responses import JSON
 from fawn.gateway.runspec import build_spec
-from fawn.gateway.schemas import RunBatchItem, RunCancelMany, RunCreate
+from fawn.gateway.schemas import (
+    MAX_OFFSET,
+    RunBatchItem,
+    RunCancelMany,
+    RunCreate,
+    StatelessRunCreate,
+    ThreadRunCreate,
+)
 from fawn.gateway.services import Services
 from fawn.gateway.sse import run_stream_response
 from fawn.gateway.wire import result_json, run_json
 from fawn.runs.errors import Draining, InvalidInput, NotFound, ServiceError
-from fawn.runs.spec import RunSpec, parse_stream_modes
+from fawn.runs.spec import SUPPORTED_STREAM_MODES, RunSpec, parse_stream_modes
 from fawn.store.runs import RunRecord, RunStatus
 from fawn.streams.sse import parse_last_event_id
 
@@ -157,32 +164,32 @@ async def _final_body(
 
 
 @router.post("/threads/{thread_id}/runs")
-async def create_run(thread_id: str, body: RunCreate, services: ServicesDep) -> Response:
+async def create_run(thread_id: str, body: ThreadRunCreate, services: ServicesDep) -> Response:
     return await _create(services, thread_id, body)
 
 
 @router.post("/threads/{thread_id}/runs/stream")
-async def stream_run(thread_id: str, body: RunCreate, services: ServicesDep) -> Response:
+async def stream_run(thread_id: str, body: ThreadRunCreate, services: ServicesDep) -> Response:
     return await _stream(services, thread_id, body)
 
 
 @router.post("/threads/{thread_id}/runs/wait")
-async def wait_run(thread_id: str, body: RunCreate, services: ServicesDep) -> Response:
+async def wait_run(thread_id: str, body: ThreadRunCreate, services: ServicesDep) -> Response:
     return await _wait(services, thread_id, body)
 
 
 @router.post("/runs")
-async def create_stateless(body: RunCreate, services: ServicesDep) -> Response:
+async def create_stateless(body: StatelessRunCreate, services: ServicesDep) -> Response:
     return await _create(services, None, body)
 
 
 @router.post("/runs/stream")
-async def stream_stateless(body: RunCreate, services: ServicesDep) -> Response:
+async def stream_stateless(body: StatelessRunCreate, services: ServicesDep) -> Response:
     return await _stream(services, None, body)
 
 
 @router.post("/runs/wait")
-async def wait_stateless(body: RunCreate, services: ServicesDep) -> Response:
+async def wait_stateless(body: StatelessRunCreate, services: ServicesDep) -> Response:
     return await _wait(services, None, body)
 
 
@@ -196,6 +203,8 @@ async def create_batch(body: list[RunBatchItem], services: ServicesDep) -> Respo
             specs.append(_validate(services, item, stateless=item.thread_id is None))
             if item.thread_id is not None and item.if_not_exists != "create":
                 await services.threads.get(item.thread_id)
+        except NotFound as exc:
+            raise NotFound(f"[{index}] {exc}") from exc
         except (ServiceError, AgentError) as exc:
             raise InvalidInput(f"[{index}] {exc}", field=f"[{index}]") from exc
     runs = []
@@ -222,7 +231,7 @@ async def list_runs(
     thread_id: str,
     services: ServicesDep,
     limit: Annotated[int, Query(ge=1, le=1000)] = 10,
-    offset: Annotated[int, Query(ge=0)] = 0,
+    offset: Annotated[int, Query(ge=0, le=MAX_OFFSET)] = 0,
     status: RunStatus | None = None,
 ) -> Response:
     runs, total = await services.runs.list_page(
@@ -256,9 +265,15 @@ async def join_stream(
     thread_id: str,
     run_id: str,
     services: ServicesDep,
-    last_event_id: Annotated[str | None, Header()] = None,
+    last_event_id: Annotated[
+        str | None, Header(json_schema_extra={"pattern": "^[0-9]{0,18}$"})
+    ] = None,
     cancel_on_disconnect: bool = False,
-    stream_mode: Annotated[list[str] | None, Query()] = None,
+    stream_mode: Annotated[
+        list[str] | None,
+        # "" (what the SDK sends for "no choice") means every mode
+        Query(json_schema_extra={"items": {"enum": ["", *SUPPORTED_STREAM_MODES]}}),
+    ] = None,
 ) -> Response:
     run = await services.runs.get(thread_id, run_id)
     after = parse_last_event_id(last_event_id)

@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, get_args
 
 from fastapi import APIRouter, Header, Query, Response
 
 from fawn.gateway.deps import ServicesDep
-from fawn.gateway.sse import parse_thread_cursor, parse_thread_modes, thread_stream_response
+from fawn.gateway.sse import (
+    ThreadStreamMode,
+    parse_thread_cursor,
+    parse_thread_modes,
+    thread_stream_response,
+)
 
 router = APIRouter(tags=["threads"])
 
@@ -16,8 +21,13 @@ router = APIRouter(tags=["threads"])
 async def join_thread_stream(
     thread_id: str,
     services: ServicesDep,
-    last_event_id: Annotated[str | None, Header()] = None,
-    stream_mode: Annotated[list[str] | None, Query()] = None,
+    last_event_id: Annotated[
+        str | None, Header(json_schema_extra={"pattern": "^(.+:[0-9]{1,19})?$"})
+    ] = None,
+    stream_mode: Annotated[
+        list[str] | None,
+        Query(json_schema_extra={"items": {"enum": list(get_args(ThreadStreamMode))}}),
+    ] = None,
 ) -> Response:
     """Modes (langgraph_sdk's ``ThreadStreamMode``): ``run_modes`` forwards every event of
     every run plus ``run_done`` when one ends; ``lifecycle`` only each run's start

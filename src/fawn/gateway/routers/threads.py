@@ -29,14 +29,9 @@ router = APIRouter(tags=["threads"])
 
 @router.post("/threads")
 async def create_thread(body: ThreadCreate, services: ServicesDep) -> Response:
-    supersteps: list[list[tuple[Any, str]]] = []
-    for step in body.supersteps or ():
-        if any(upd.command is not None for upd in step.updates):
-            raise InvalidInput(
-                "supersteps: updates with 'command' are not supported; use 'values'",
-                field="supersteps",
-            )
-        supersteps.append([(upd.values, upd.as_node) for upd in step.updates])
+    supersteps = [
+        [(upd.values, upd.as_node) for upd in step.updates] for step in body.supersteps or ()
+    ]
     record = await services.threads.create(
         body.thread_id, body.metadata, body.if_exists, supersteps=supersteps
     )
@@ -78,7 +73,11 @@ async def get_thread(
     thread_id: str,
     services: ServicesDep,
     include: Annotated[
-        str | None, Query(description="comma-separated extra fields; 'ttl' (always null here)")
+        str | None,
+        Query(
+            description="comma-separated extra fields; 'ttl' (always null here)",
+            json_schema_extra={"pattern": "^,*(ttl(,+ttl)*)?,*$"},
+        ),
     ] = None,
 ) -> Response:
     fields = [f for f in (include or "").split(",") if f]
