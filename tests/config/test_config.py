@@ -141,8 +141,9 @@ def test_unknown_top_level_section_is_an_error_naming_it() -> None:
     with pytest.raises(ConfigError) as raised:
         parse_config({"server": {}, "tools": [], "memory": {}}, {})
     assert str(raised.value) == (
-        "unknown config section(s): memory, tools (known: agent, controls, data_dir, database, "
-        "models, runs, sandbox, server, streams, subagents, summarization, title, uploads)"
+        "unknown config section(s): memory, tools (known: agent, auth, controls, data_dir, "
+        "database, models, runs, sandbox, server, streams, subagents, summarization, title, "
+        "uploads)"
     )
 
 
@@ -310,7 +311,7 @@ def test_db_upgrade_on_a_fresh_data_dir(tmp_path: Path) -> None:
     assert (first.returncode, first.stdout) == (0, "fawn: database is up to date\n")
     # One line saying what changed; none of Alembic's start-up chatter.
     assert first.stderr.endswith(
-        "INFO fawn.store.database: database schema upgraded from empty to 0003\n"
+        "INFO fawn.store.database: database schema upgraded from empty to 0004\n"
     )
     assert first.stderr.count("\n") == 1
     assert (again.returncode, again.stdout, again.stderr) == (
@@ -321,8 +322,16 @@ def test_db_upgrade_on_a_fresh_data_dir(tmp_path: Path) -> None:
     with sqlite3.connect(tmp_path / "data" / "fawn.db") as db:
         tables = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
         version = db.execute("SELECT version_num FROM alembic_version").fetchall()
-    assert {"threads", "runs", "run_events", "alembic_version"} <= tables
-    assert version == [("0003",)]
+    assert {
+        "threads",
+        "runs",
+        "run_events",
+        "users",
+        "sessions",
+        "api_keys",
+        "alembic_version",
+    } <= tables
+    assert version == [("0004",)]
 
 
 def test_config_errors_stop_the_cli_with_the_message(tmp_path: Path) -> None:

@@ -24,6 +24,7 @@ from sqlalchemy import delete
 from fawn.config.settings import DatabaseSettings
 from fawn.store.database import Database, _sqlite_json_contains, json_contains
 from fawn.store.errors import ThreadExists
+from fawn.store.scope import SYSTEM, Scope
 from fawn.store.tables import threads
 from fawn.store.threads import ThreadFilter, ThreadRecord, ThreadRepository, ThreadStateSnapshot
 from tests.support.pg import create_database, drop_database
@@ -71,7 +72,7 @@ def _recent(moment: datetime) -> bool:
 
 async def test_create_then_get_round_trips(repo: ThreadRepository) -> None:
     metadata = {"user": "ü", "n": 1, "f": 1.5, "flag": True, "none": None, "l": [1, "a", {}]}
-    created = await repo.create("t-1", metadata=metadata)
+    created = await repo.create("t-1", metadata=metadata, scope=SYSTEM)
     assert created == ThreadRecord(
         thread_id="t-1",
         created_at=created.created_at,
@@ -85,50 +86,54 @@ async def test_create_then_get_round_trips(repo: ThreadRepository) -> None:
         error=None,
     )
     assert _recent(created.created_at)
-    assert await repo.get("t-1") == created
-    assert await repo.get("nope") is None
+    assert await repo.get("t-1", scope=SYSTEM) == created
+    assert await repo.get("nope", scope=SYSTEM) is None
 
 
 async def test_create_existing_raises_or_returns_it(repo: ThreadRepository) -> None:
-    first = await repo.create("t-1", metadata={"v": 1})
+    first = await repo.create("t-1", metadata={"v": 1}, scope=SYSTEM)
     with pytest.raises(ThreadExists) as raised:
-        await repo.create("t-1", metadata={"v": 2})
+        await repo.create("t-1", metadata={"v": 2}, scope=SYSTEM)
     assert (raised.value.thread_id, raised.value.code) == ("t-1", "thread_exists")
-    assert await repo.create("t-1", metadata={"v": 3}, if_exists="do_nothing") == first
-    assert await repo.get("t-1") == first
+    assert (
+        await repo.create("t-1", metadata={"v": 3}, if_exists="do_nothing", scope=SYSTEM) == first
+    )
+    assert await repo.get("t-1", scope=SYSTEM) == first
 
 
 # -- updates ----------------------------------------------------------------------------------
 
 
 async def test_update_metadata_merges_shallowly(repo: ThreadRepository) -> None:
-    created = await repo.create("t-1", metadata={"a": 1, "b": {"x": 1}})
-    updated = await repo.update_metadata("t-1", {"b": {"y": 2}, "c": [3]})
+    created = await repo.create("t-1", metadata={"a": 1, "b": {"x": 1}}, scope=SYSTEM)
+    updated = await repo.update_metadata("t-1", {"b": {"y": 2}, "c": [3]}, scope=SYSTEM)
     assert updated is not None
     assert updated == replace(
         created, metadata={"a": 1, "b": {"y": 2}, "c": [3]}, updated_at=updated.updated_at
     )
     assert updated.updated_at > created.updated_at
-    assert await repo.get("t-1") == updated
-    assert await repo.update_metadata("nope", {"a": 1}) is None
+    assert await repo.get("t-1", scope=SYSTEM) == updated
+    assert await repo.update_metadata("nope", {"a": 1}, scope=SYSTEM) is None
 
 
 async def test_concurrent_metadata_patches_all_land(repo: ThreadRepository) -> None:
-    await repo.create("t-1")
-    await asyncio.gather(*(repo.update_metadata("t-1", {f"k{i}": i}) for i in range(8)))
-    record = await repo.get("t-1")
+    await repo.create("t-1", scope=SYSTEM)
+    await asyncio.gather(
+        *(repo.update_metadata("t-1", {f"k{i}": i}, scope=SYSTEM) for i in range(8))
+    )
+    record = await repo.get("t-1", scope=SYSTEM)
     assert record is not None
     assert record.metadata == {f"k{i}": i for i in range(8)}
 
 
 async def test_save_state_set_status_and_config(repo: ThreadRepository) -> None:
-    created = await repo.create("t-1", metadata={"m": 1})
+    created = await repo.create("t-1", metadata={"m": 1}, scope=SYSTEM)
     values = {"messages": [{"type": "human", "content": "hi"}], "artifacts": ["/o/a.md"]}
     interrupts = {"task-1": [{"value": {"question": "?"}, "id": "i1"}]}
     await repo.save_state(
         "t-1", ThreadStateSnapshot(values=values, interrupts=interrupts, status="interrupted")
     )
-    saved = await repo.get("t-1")
+    saved = await repo.get("t-1", scope=SYSTEM)
     assert saved is not None
     assert saved == replace(
         created,
@@ -142,28 +147,28 @@ async def test_save_state_set_status_and_config(repo: ThreadRepository) -> None:
 
     error = {"error": "RuntimeError", "message": "boom"}
     await repo.set_status("t-1", "error", error)
-    failed = await repo.get("t-1")
+    failed = await repo.get("t-1", scope=SYSTEM)
     assert failed is not None
     assert failed == replace(saved, status="error", error=error, updated_at=failed.updated_at)
     assert failed.state_updated_at == saved.state_updated_at
 
     await repo.set_config("t-1", {"configurable": {"model_name": "m"}})
-    configured = await repo.get("t-1")
+    configured = await repo.get("t-1", scope=SYSTEM)
     assert configured == replace(failed, config={"configurable": {"model_name": "m"}})
 
     await repo.set_status("t-1", "busy")
-    busy = await repo.get("t-1")
+    busy = await repo.get("t-1", scope=SYSTEM)
     assert busy is not None
     assert (busy.status, busy.error) == ("busy", None)
 
 
 async def test_delete(repo: ThreadRepository) -> None:
-    await repo.create("t-1")
-    await repo.create("t-2")
-    assert await repo.delete("t-1") is True
-    assert await repo.delete("t-1") is False
-    assert await repo.get("t-1") is None
-    assert await repo.get("t-2") is not None
+    await repo.create("t-1", scope=SYSTEM)
+    await repo.create("t-2", scope=SYSTEM)
+    assert await repo.delete("t-1", scope=SYSTEM) is True
+    assert await repo.delete("t-1", scope=SYSTEM) is False
+    assert await repo.get("t-1", scope=SYSTEM) is None
+    assert await repo.get("t-2", scope=SYSTEM) is not None
 
 
 # -- search / count -------------------------------------------------------------------------
@@ -179,9 +184,9 @@ async def _corpus(repo: ThreadRepository) -> list[ThreadRecord]:
         ({"user": "u3", "n": 4, "flag": False}, {"todos": []}, "interrupted"),
     ]
     for i, (metadata, values, status) in enumerate(specs):
-        await repo.create(f"t-{i}", metadata=metadata)
+        await repo.create(f"t-{i}", metadata=metadata, scope=SYSTEM)
         await repo.save_state(f"t-{i}", ThreadStateSnapshot(values=values, status=status))  # type: ignore[arg-type]
-    records = [await repo.get(f"t-{i}") for i in range(len(specs))]
+    records = [await repo.get(f"t-{i}", scope=SYSTEM) for i in range(len(specs))]
     assert all(r is not None for r in records)
     return [r for r in records if r is not None]
 
@@ -227,10 +232,10 @@ async def test_search_and_count_filters(
     repo: ThreadRepository, flt: ThreadFilter, expected: list[int]
 ) -> None:
     records = await _corpus(repo)
-    found, total = await repo.search(flt, limit=100)
+    found, total = await repo.search(flt, limit=100, scope=SYSTEM)
     assert found == [records[i] for i in expected]
     assert total == len(expected)
-    assert await repo.count(flt) == len(expected)
+    assert await repo.count(flt, scope=SYSTEM) == len(expected)
 
 
 @pytest.mark.parametrize(
@@ -245,8 +250,12 @@ async def test_search_and_count_filters(
 )
 async def test_search_sorts(repo: ThreadRepository, sort_by: Any, ascending: list[int]) -> None:
     records = await _corpus(repo)
-    asc, _ = await repo.search(ThreadFilter(), sort_by=sort_by, sort_order="asc", limit=10)
-    desc, _ = await repo.search(ThreadFilter(), sort_by=sort_by, sort_order="desc", limit=10)
+    asc, _ = await repo.search(
+        ThreadFilter(), sort_by=sort_by, sort_order="asc", limit=10, scope=SYSTEM
+    )
+    desc, _ = await repo.search(
+        ThreadFilter(), sort_by=sort_by, sort_order="desc", limit=10, scope=SYSTEM
+    )
     assert asc == [records[i] for i in ascending]
     assert desc == asc[::-1]
 
@@ -254,7 +263,7 @@ async def test_search_sorts(repo: ThreadRepository, sort_by: Any, ascending: lis
 async def test_search_pages(repo: ThreadRepository) -> None:
     records = await _corpus(repo)
     pages = [
-        await repo.search(ThreadFilter(), limit=2, offset=offset, sort_order="asc")
+        await repo.search(ThreadFilter(), limit=2, offset=offset, sort_order="asc", scope=SYSTEM)
         for offset in (0, 2, 4, 6)
     ]
     assert pages == [
@@ -263,7 +272,7 @@ async def test_search_pages(repo: ThreadRepository) -> None:
         (records[4:5], 5),
         ([], 5),
     ]
-    default, total = await repo.search(ThreadFilter())
+    default, total = await repo.search(ThreadFilter(), scope=SYSTEM)
     assert (_ids(default), total) == (["t-4", "t-3", "t-2", "t-1", "t-0"], 5)
 
 
@@ -381,3 +390,51 @@ def test_database_url_forms(tmp_path: Path) -> None:
     assert pg_db.url == "postgresql+psycopg://u:p@h:5432/db"
     assert (sqlite_db.is_postgres, pg_db.is_postgres) == (False, True)
     assert (tmp_path / "d").is_dir() and not (tmp_path / "unused").exists()
+
+
+# -- owners ---------------------------------------------------------------------------------
+
+ALICE = Scope(user_id="alice")
+BOB = Scope(user_id="bob")
+ADMIN = Scope(user_id="admin", every_owner=True)
+
+
+async def test_rows_of_another_owner_look_missing(repo: ThreadRepository) -> None:
+    mine = await repo.create("t-a", metadata={"k": 1}, scope=ALICE)
+    assert mine.user_id == "alice"
+    assert await repo.get("t-a", scope=ALICE) == mine
+    assert await repo.get("t-a", scope=BOB) is None
+    assert await repo.get("t-a", scope=ADMIN) == mine
+    assert await repo.update_metadata("t-a", {"x": 1}, scope=BOB) is None
+    assert await repo.delete("t-a", scope=BOB) is False
+    assert await repo.get("t-a", scope=ALICE) == mine  # untouched
+    with pytest.raises(ThreadExists):  # the id is taken, whoever asks
+        await repo.create("t-a", scope=BOB, if_exists="do_nothing")
+    assert await repo.owner_of("t-a") == "alice"
+    assert await repo.delete("t-a", scope=ADMIN) is True
+
+
+async def test_search_and_count_are_scoped_in_sql(repo: ThreadRepository) -> None:
+    for i, scope in enumerate((ALICE, ALICE, BOB)):
+        await repo.create(f"t-{i}", metadata={"tag": "x", "team": ["red"]}, scope=scope)
+    flt = ThreadFilter(metadata={"tag": "x"})
+    found, total = await repo.search(flt, scope=ALICE, limit=10)
+    assert (sorted(r.thread_id for r in found), total) == (["t-0", "t-1"], 2)
+    assert await repo.count(flt, scope=BOB) == 1
+    assert await repo.count(flt, scope=ADMIN) == 3
+    assert await repo.count(ThreadFilter(ids=["t-2"]), scope=ALICE) == 0
+    # metadata documents a row must contain (compiled authorization filters)
+    red = Scope(user_id="x", every_owner=True, metadata=({"team": ["red"]},))
+    blue = Scope(user_id="x", every_owner=True, metadata=({"team": ["blue"]},))
+    assert await repo.count(ThreadFilter(), scope=red) == 3
+    assert await repo.count(ThreadFilter(), scope=blue) == 0
+    assert await repo.get("t-0", scope=blue) is None
+
+
+async def test_reassign_moves_ownership_and_names_the_owner(repo: ThreadRepository) -> None:
+    await repo.create("t-1", metadata={"user_id": "u1", "k": 1}, scope=SYSTEM)
+    await repo.create("t-2", scope=ALICE)
+    assert await repo.reassign("default", "admin") == ["t-1"]
+    moved = await repo.get("t-1", scope=Scope(user_id="admin"))
+    assert moved is not None and moved.metadata == {"user_id": "admin", "k": 1}
+    assert await repo.owner_of("t-2") == "alice"

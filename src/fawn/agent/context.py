@@ -23,9 +23,22 @@ class AgentOptions:
     max_concurrent_subagents: int = 3
     agent_name: str | None = None
 
-    def context(self, *, thread_id: str, run_id: str, user_id: str | None) -> RunContext:
+    def context(
+        self,
+        *,
+        thread_id: str,
+        run_id: str,
+        user_id: str | None,
+        allowed_tools: frozenset[str] | None = None,
+    ) -> RunContext:
         options = {f.name: getattr(self, f.name) for f in fields(AgentOptions)}
-        return RunContext(thread_id=thread_id, run_id=run_id, user_id=user_id, **options)
+        return RunContext(
+            thread_id=thread_id,
+            run_id=run_id,
+            user_id=user_id,
+            allowed_tools=allowed_tools,
+            **options,
+        )
 
 
 @dataclass(kw_only=True)
@@ -46,6 +59,8 @@ class RunContext(AgentOptions):
     thread_id: str
     run_id: str
     user_id: str | None = None
+    #: the tools the user's role may use (None: all); the tool policy middleware enforces it
+    allowed_tools: frozenset[str] | None = None
     #: warnings for the run's journal (the worker records them when the run ends)
     notes: list[str] = field(default_factory=list, compare=False)
     #: the run's token use, shared with its sub-agents (the token budget reads it)

@@ -42,6 +42,7 @@ from fawn.agent.middleware.todo_list import TodoListMiddleware
 from fawn.agent.middleware.token_budget import TokenBudgetMiddleware
 from fawn.agent.middleware.tool_errors import ToolErrorMiddleware
 from fawn.agent.middleware.tool_output_budget import ToolOutputBudgetMiddleware
+from fawn.agent.middleware.tool_policy import ToolPolicyMiddleware
 from fawn.agent.middleware.tool_result_sanitization import ToolResultSanitizationMiddleware
 from fawn.agent.middleware.turn_limit import TurnLimitMiddleware
 from fawn.agent.middleware.uploads import UploadsMiddleware
@@ -81,6 +82,8 @@ def _shared_controls(
         ToolResultSanitizationMiddleware(),
         ToolOutputBudgetMiddleware(controls, sandbox),
         TodoListMiddleware(plan_tools=PLAN_MODE_TOOLS, plan_prompt=PLAN_MODE_PROMPT),
+        # the user's role's tools (auth.policy), for the lead and its sub-agents alike
+        ToolPolicyMiddleware(),
         ViewImageMiddleware(
             models=models,
             vision_tools=VISION_TOOLS,

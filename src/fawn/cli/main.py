@@ -14,7 +14,9 @@ from pathlib import Path
 from typing import Any
 
 from fawn.cli import chat as chat_cli
+from fawn.cli import keys as keys_cli
 from fawn.cli import run as run_cli
+from fawn.cli import users as users_cli
 from fawn.cli.connect import page_url
 from fawn.config import AppConfig, ConfigError, find_config_path, load_config
 
@@ -51,6 +53,8 @@ def _parser() -> argparse.ArgumentParser:
 
     run_cli.add_parser(sub, common)
     chat_cli.add_parser(sub, common)
+    users_cli.add_parser(sub, common)
+    keys_cli.add_parser(sub, common)
 
     db = sub.add_parser("db", help="database maintenance")
     db_sub = db.add_subparsers(dest="db_command", required=True)
@@ -107,7 +111,18 @@ def serve(config: AppConfig, log_level: str) -> None:
     import uvicorn
 
     from fawn.gateway.app import create_app
+    from fawn.gateway.auth.exposure import exposure_problem
+    from fawn.gateway.auth.langgraph_auth import ConfigError as AuthConfigError
+    from fawn.gateway.auth.langgraph_auth import load_auth
 
+    problem = exposure_problem(config)
+    if problem is not None:
+        raise SystemExit(f"fawn: {problem}")
+    if config.auth.mode == "custom" and config.auth.custom is not None:
+        try:
+            load_auth(config.auth.custom.path)
+        except AuthConfigError as exc:
+            raise SystemExit(f"fawn: {exc}") from None
     sock = _bind(config.server.host, config.server.port)
     host, port = sock.getsockname()[:2]
     print(f"fawn: serving on http://{host}:{port} (data: {config.data_dir})", flush=True)
@@ -166,8 +181,8 @@ def db_upgrade(config: AppConfig) -> None:
 
 def main(argv: Sequence[str] | None = None) -> None:
     args = _parser().parse_args(argv)
-    # run and chat print their own output; the library's INFO logs would interleave with it
-    quiet = args.command in ("run", "chat")
+    # these print their own output; the library's INFO logs would interleave with it
+    quiet = args.command in ("run", "chat", "users", "keys")
     logging.basicConfig(
         level=logging.WARNING if quiet else logging.INFO,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
@@ -185,6 +200,10 @@ def main(argv: Sequence[str] | None = None) -> None:
         raise SystemExit(run_cli.main(args, config))
     elif args.command == "chat":
         raise SystemExit(chat_cli.main(args, config))
+    elif args.command == "users":
+        raise SystemExit(users_cli.main(args, config))
+    elif args.command == "keys":
+        raise SystemExit(keys_cli.main(args, config))
 
 
 if __name__ == "__main__":

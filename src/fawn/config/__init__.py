@@ -5,6 +5,7 @@ from fawn.config.loader import find_config_path, load_config, parse_config
 from fawn.config.settings import (
     AgentSettings,
     AppConfig,
+    AuthSettings,
     DatabaseSettings,
     ModelSettings,
     RunSettings,
@@ -19,6 +20,7 @@ from fawn.config.settings import (
 __all__ = [
     "AgentSettings",
     "AppConfig",
+    "AuthSettings",
     "ConfigError",
     "DatabaseSettings",
     "ModelSettings",

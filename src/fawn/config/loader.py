@@ -103,4 +103,19 @@ def load_config(
         raw = loaded
     if overrides:
         raw = {**raw, **overrides}
-    return parse_config(raw, environ)
+    config = parse_config(raw, environ)
+    return _relative_to(config, path.parent) if path is not None else config
+
+
+def _relative_to(config: AppConfig, base: Path) -> AppConfig:
+    """A custom ``Auth`` file (``./auth.py:auth``) is found next to the config file, as
+    ``langgraph.json`` finds its ``auth.path``."""
+    custom = config.auth.custom
+    if custom is None:
+        return config
+    target, _, name = custom.path.rpartition(":")
+    if not (target.endswith(".py") or "/" in target) or Path(target).is_absolute():
+        return config
+    resolved = custom.model_copy(update={"path": f"{(base / target).resolve()}:{name}"})
+    auth = config.auth.model_copy(update={"custom": resolved})
+    return config.model_copy(update={"auth": auth})

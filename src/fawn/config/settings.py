@@ -6,6 +6,8 @@ Everything here is plain data. Loading (file discovery, ``$VAR`` expansion) live
 
 from __future__ import annotations
 
+import ipaddress
+import re
 from pathlib import Path
 from typing import Any, Literal
 
@@ -244,6 +246,167 @@ class RunSettings(_Section):
         return self
 
 
+class LoginRateLimitSettings(_Section):
+    """Failed sign-ins allowed per client address before it is locked out for a while."""
+
+    max_failures: int = Field(default=5, ge=1)
+    window_seconds: float = Field(default=300.0, gt=0)
+
+
+class PasswordSettings(_Section):
+    """Password rules and the Argon2id cost (see :mod:`fawn.gateway.auth.passwords`)."""
+
+    min_length: int = Field(default=8, ge=6, le=128)
+    argon2_time_cost: int = Field(default=3, ge=1, le=20)
+    argon2_memory_kib: int = Field(default=65_536, ge=1024, le=4 * 1024 * 1024)
+    argon2_parallelism: int = Field(default=1, ge=1, le=16)
+
+
+class OIDCProviderSettings(_Section):
+    """One OpenID Connect identity provider (authorization code flow with PKCE)."""
+
+    issuer: str
+    client_id: str
+    client_secret: str | None = None
+    display_name: str | None = None
+    scopes: list[str] = Field(default_factory=lambda: ["openid", "email", "profile"])
+    #: where the provider sends the browser back; default <this server>/api/v1/auth/callback/<id>
+    redirect_uri: str | None = None
+    token_endpoint_auth: Literal["client_secret_basic", "client_secret_post", "none"] = (
+        "client_secret_basic"
+    )
+    #: sign-in is refused for other domains when the list is not empty
+    allowed_email_domains: list[str] = Field(default_factory=list)
+    #: these addresses get the admin role when their account is created
+    admin_emails: list[str] = Field(default_factory=list)
+    require_verified_email: bool = True
+    #: create an account on first sign-in (else only existing accounts may sign in)
+    auto_create_users: bool = True
+
+    @field_validator("issuer")
+    @classmethod
+    def _http_issuer(cls, value: str) -> str:
+        if not value.startswith(("https://", "http://")):
+            raise ValueError(f"issuer must be an http(s) URL, got {value!r}")
+        return value.rstrip("/")
+
+
+class OIDCSettings(_Section):
+    providers: dict[str, OIDCProviderSettings] = Field(default_factory=dict)
+    #: after sign-in the browser goes here with ?next=<path> (DeerFlow's web app:
+    #: http://host:3000/auth/callback); unset: straight to <next>
+    frontend_callback: str | None = None
+    state_seconds: float = Field(default=300.0, gt=0, le=3600)
+    http_timeout_seconds: float = Field(default=10.0, gt=0)
+
+    @field_validator("providers")
+    @classmethod
+    def _provider_ids(
+        cls, value: dict[str, OIDCProviderSettings]
+    ) -> dict[str, OIDCProviderSettings]:
+        for key in value:
+            if not re.fullmatch(r"[A-Za-z0-9_-]{1,64}", key):
+                raise ValueError(f"provider id {key!r}: use 1-64 of A-Z a-z 0-9 _ -")
+        return value
+
+
+class CustomAuthSettings(_Section):
+    """A ``langgraph_sdk.Auth`` object, loaded like ``langgraph.json``'s ``auth.path``."""
+
+    #: ``./auth.py:auth`` (a file, relative to the config file) or ``package.module:auth``
+    path: str
+    #: users whose permissions include this one may read and write every owner's threads
+    admin_permission: str | None = None
+
+    @field_validator("path")
+    @classmethod
+    def _file_or_module_colon_name(cls, value: str) -> str:
+        target, sep, name = value.rpartition(":")
+        if not sep or not target or not name.isidentifier():
+            raise ValueError(
+                f"path must look like './auth.py:auth' or 'module:auth', got {value!r}"
+            )
+        return value
+
+
+class RolePolicy(_Section):
+    """What one role may use. ``"*"`` allows everything (the default)."""
+
+    #: model names (from ``models[].name``) runs may use
+    models: list[str] = Field(default_factory=lambda: ["*"])
+    #: tool names the agent may show the model and run
+    tools: list[str] = Field(default_factory=lambda: ["*"])
+
+    def allows_model(self, name: str) -> bool:
+        return "*" in self.models or name in self.models
+
+    def allowed_tools(self) -> frozenset[str] | None:
+        """The tools this role may use, or None for all of them."""
+        return None if "*" in self.tools else frozenset(self.tools)
+
+
+class PolicySettings(_Section):
+    """Which models and tools each role may use: checked when a run is admitted, and again
+    inside the agent (a tool outside the policy is neither shown to the model nor run)."""
+
+    admin: RolePolicy = RolePolicy()
+    user: RolePolicy = RolePolicy()
+
+    def for_role(self, role: str) -> RolePolicy:
+        return self.admin if role == "admin" else self.user
+
+
+class AuthSettings(_Section):
+    """Who may call the API (see the README's "Users and authentication")."""
+
+    mode: Literal["none", "local", "oidc", "custom"] = "none"
+    #: mode none serves only loopback unless this is set
+    allow_remote_without_auth: bool = False
+    #: signs session tokens; unset: generated once and kept in <data_dir>/auth_secret (0600)
+    secret: str | None = Field(default=None, min_length=32)
+    session_days: float = Field(default=7.0, gt=0, le=365)
+    cookie_secure: Literal["auto", "always", "never"] = "auto"
+    #: self sign-up through /api/v1/auth/register (unset: on in local mode, off in oidc mode)
+    registration: bool | None = None
+    #: a revoked session, key or password change takes effect within this many seconds
+    revocation_seconds: float = Field(default=1.0, ge=0, le=60)
+    #: proxies (addresses or CIDRs) whose X-Real-IP names the client, for the login limit
+    trusted_proxies: list[str] = Field(default_factory=list)
+    #: shares the login limit between workers; unset: streams.redis_url when
+    #: streams.backend is redis, else counted in each process
+    redis_url: str | None = None
+    login_rate_limit: LoginRateLimitSettings = LoginRateLimitSettings()
+    password: PasswordSettings = PasswordSettings()
+    oidc: OIDCSettings = OIDCSettings()
+    custom: CustomAuthSettings | None = None
+    policy: PolicySettings = PolicySettings()
+
+    @model_validator(mode="after")
+    def _mode_needs(self) -> AuthSettings:
+        if self.mode == "custom" and self.custom is None:
+            raise ValueError("auth.mode custom needs auth.custom.path (module:Auth object)")
+        if self.mode == "oidc" and not self.oidc.providers:
+            raise ValueError("auth.mode oidc needs at least one auth.oidc.providers entry")
+        for net in self.trusted_proxies:
+            try:
+                ipaddress.ip_network(net, strict=False)
+            except ValueError:
+                raise ValueError(
+                    f"auth.trusted_proxies: {net!r} is not an address or CIDR"
+                ) from None
+        return self
+
+    @property
+    def enabled(self) -> bool:
+        return self.mode != "none"
+
+    @property
+    def registration_open(self) -> bool:
+        if self.registration is not None:
+            return self.registration
+        return self.mode == "local"
+
+
 class AppConfig(_Section):
     """The whole configuration. Unknown top-level sections are an error."""
 
@@ -260,6 +423,7 @@ class AppConfig(_Section):
     controls: ControlSettings = ControlSettings()
     uploads: UploadSettings = UploadSettings()
     runs: RunSettings = RunSettings()
+    auth: AuthSettings = AuthSettings()
 
     @model_validator(mode="after")
     def _unique_model_names(self) -> AppConfig:
@@ -268,6 +432,18 @@ class AppConfig(_Section):
             if model.name in seen:
                 raise ValueError(f"models: the name {model.name!r} is used twice")
             seen.add(model.name)
+        return self
+
+    @model_validator(mode="after")
+    def _policy_names_models(self) -> AppConfig:
+        known = {m.name for m in self.models}
+        for role in ("admin", "user"):
+            for name in self.auth.policy.for_role(role).models:
+                if name != "*" and name not in known:
+                    raise ValueError(
+                        f"auth.policy.{role}.models: {name!r} is not a configured model "
+                        f"(models: {', '.join(sorted(known)) or 'none'})"
+                    )
         return self
 
     def model_by_name(self, name: str) -> ModelSettings | None:

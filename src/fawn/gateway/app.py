@@ -8,6 +8,9 @@ from contextlib import asynccontextmanager
 from fastapi import FastAPI
 
 from fawn.config.settings import AppConfig
+from fawn.gateway.auth import key_routes, oidc_routes
+from fawn.gateway.auth import routes as auth_routes
+from fawn.gateway.auth.exposure import exposure_problem
 from fawn.gateway.edge import edge_middleware
 from fawn.gateway.errors import install_error_handlers
 from fawn.gateway.openapi import install_openapi
@@ -26,7 +29,15 @@ from fawn.gateway.routers import (
 from fawn.gateway.services import open_services
 
 
+class UnsafeExposure(Exception):
+    """The configuration would serve every thread, without authentication, beyond loopback."""
+
+
 def create_app(config: AppConfig) -> FastAPI:
+    problem = exposure_problem(config)
+    if problem is not None:
+        raise UnsafeExposure(problem)
+
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         async with open_services(config) as services:
@@ -41,13 +52,16 @@ def create_app(config: AppConfig) -> FastAPI:
     )
     install_error_handlers(app)
     install_openapi(app)
-    for module in (system, assistants, threads, thread_stream, runs):
+    for module in (system, auth_routes, key_routes, oidc_routes):
+        app.include_router(module.router)
+    for module in (assistants, threads, thread_stream, runs):
         app.include_router(module.router)
     app.include_router(files.router)
     app.include_router(models.router)
     app.include_router(run_events.router)
     app.include_router(unsupported.router)
     app.include_router(web.router)
-    # The edge's order is this list's (outermost first), not the order of add_middleware calls.
+    # The edge's order is this list's (outermost first), not the order of add_middleware calls;
+    # identity is resolved inside it (see fawn.gateway.edge).
     app.user_middleware = edge_middleware(config.server, app.openapi)
     return app

@@ -19,6 +19,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.responses import Response
 
 from fawn.agent.errors import AgentError
+from fawn.gateway.auth.errors import AuthError
 from fawn.gateway.openapi import allowed_methods, operations
 from fawn.gateway.responses import JSON
 from fawn.runs.errors import ServiceError
@@ -38,12 +39,15 @@ STATUS_BY_CODE: dict[str, int] = {
     "file_not_found": 404,
     "stream_not_found": 404,
     "not_supported": 404,
+    "auth_mode_mismatch": 404,
     # conflicts with the current state
     "conflict": 409,
     "thread_exists": 409,
     "run_conflict": 409,
     "unsafe_upload_target": 409,
     "stream_closed": 409,
+    "email_already_exists": 409,
+    "system_already_initialized": 409,
     # malformed or impossible requests
     "invalid_input": 422,
     "invalid_filename": 422,
@@ -62,6 +66,24 @@ STATUS_BY_CODE: dict[str, int] = {
     "read_only_path": 403,
     "cross_site_request": 403,
     "unsupported_media_type": 415,
+    # identity: who is calling, and may they
+    "auth_error": 401,
+    "not_authenticated": 401,
+    "token_invalid": 401,
+    "token_expired": 401,
+    "invalid_credentials": 401,
+    "csrf_failed": 403,
+    "forbidden": 403,
+    "server_owned_field": 403,
+    "registration_disabled": 403,
+    "weak_password": 422,
+    "invalid_email": 422,
+    "user_not_found": 404,
+    "too_many_attempts": 429,
+    "sso_failed": 502,
+    "auth_handler_error": 500,
+    "auth_handler_rejected": 403,
+    "model_not_allowed": 403,
     # limits
     "request_too_large": 413,
     "upload_too_large": 413,
@@ -80,6 +102,7 @@ STATUS_BY_CODE: dict[str, int] = {
 RETRY_AFTER_SECONDS = 2
 
 _ROOTS: tuple[type[Exception], ...] = (
+    AuthError,
     ServiceError,
     StoreError,
     AgentError,
@@ -123,15 +146,17 @@ def error_response(exc: BaseException) -> JSON:
     if code is None:
         log.error("unexpected error", exc_info=exc)
         return JSON(error_body("internal error", "internal_error"), status_code=500)
-    status = STATUS_BY_CODE[code]
+    # An error may name its own status (a LangGraph ``Auth`` handler's HTTPException does).
+    status = getattr(exc, "status_code", None) or STATUS_BY_CODE[code]
     retryable = bool(getattr(exc, "retryable", False)) or status == 503
-    headers = {"Retry-After": str(RETRY_AFTER_SECONDS)} if status == 503 else None
+    headers = {"Retry-After": str(RETRY_AFTER_SECONDS)} if status == 503 else {}
+    headers.update(getattr(exc, "headers", None) or {})
     if status >= 500:
         log.warning("%s: %s", code, exc)
     return JSON(
         error_body(str(exc) or code, code, retryable=retryable),
         status_code=status,
-        headers=headers,
+        headers=headers or None,
     )
 
 

@@ -301,6 +301,8 @@ class Operation:
     template: str
     pattern: re.Pattern[str]
     multipart: bool
+    #: the body is an HTML form (``application/x-www-form-urlencoded``), as sign-in takes
+    form: bool = False
 
 
 def operations(document: dict[str, Any]) -> list[Operation]:
@@ -311,7 +313,8 @@ def operations(document: dict[str, Any]) -> list[Operation]:
         for method, operation in entries.items():
             content = (operation.get("requestBody") or {}).get("content") or {}
             multipart = "multipart/form-data" in content
-            found.append(Operation(method.upper(), template, pattern, multipart))
+            form = "application/x-www-form-urlencoded" in content
+            found.append(Operation(method.upper(), template, pattern, multipart, form))
     return found
 
 

@@ -16,6 +16,7 @@ from fawn.agent.graph import LeadAgent
 from fawn.agent.lead import assemble_lead_agent
 from fawn.agent.models import ModelFactory
 from fawn.config.settings import AppConfig
+from fawn.gateway.auth.service import AuthService, open_auth
 from fawn.gateway.stream_events import LangGraphStreamRenderer
 from fawn.runs.admission import Admission
 from fawn.runs.cancellation import Cancellation
@@ -61,6 +62,7 @@ class Services:
     threads: ThreadService
     runs: RunService
     lifecycle: RunLifecycle
+    auth: AuthService
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -194,11 +196,14 @@ async def open_services(config: AppConfig, clock: Clock | None = None) -> AsyncI
         stack.push_async_callback(bridge.aclose)
         notifier = await open_notifier(config.streams)
         stack.push_async_callback(notifier.aclose)
-        sandbox = LocalSandboxProvider(data_dir, config.sandbox)
+        thread_repo = ThreadRepository(db)
+        # a thread's files live under its owner's directory
+        sandbox = LocalSandboxProvider(data_dir, config.sandbox, owner_of=thread_repo.owner_of)
         stack.push_async_callback(sandbox.aclose)
         models = ModelFactory(config)
         agent = assemble_lead_agent(config, models, saver, sandbox)
-        threads = ThreadService(ThreadRepository(db), agent, saver, data_dir, sandbox)
+        threads = ThreadService(thread_repo, agent, saver, data_dir, sandbox)
+        auth = await stack.enter_async_context(open_auth(config, db, data_dir, thread_repo))
         runs, lifecycle = build_runs(
             RunParts(
                 config=config,
@@ -226,4 +231,5 @@ async def open_services(config: AppConfig, clock: Clock | None = None) -> AsyncI
             threads=threads,
             runs=runs,
             lifecycle=lifecycle,
+            auth=auth,
         )

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import contextlib
 import uuid
-from collections.abc import Collection
-from typing import Literal
+from collections.abc import Collection, Mapping
+from typing import Any, Literal
 
 from fawn.agent.models import ModelFactory
 from fawn.runs.cancellation import Cancellation
@@ -26,6 +26,7 @@ from fawn.runs.wakeups import Wakeups
 from fawn.store.errors import RunConflict, ThreadNotFound
 from fawn.store.run_queue import NewRun, RunQueue
 from fawn.store.runs import CancelAction, RunRecord
+from fawn.store.scope import SYSTEM, Scope
 from fawn.streams.bridge import StreamBridge
 from fawn.streams.events import StreamError
 
@@ -76,15 +77,20 @@ class Admission:
         spec: RunSpec,
         *,
         if_not_exists: Literal["create", "reject"] = "reject",
+        scope: Scope = SYSTEM,
+        thread_metadata: Mapping[str, Any] | None = None,
     ) -> RunRecord:
-        """Admit a run on ``thread_id`` (``None``: a stateless run on a temporary thread)."""
+        """Admit a run on ``thread_id`` (``None``: a stateless run on a temporary thread),
+        which ``scope`` must reach; a thread created for it belongs to ``scope.user_id`` and
+        carries ``thread_metadata``."""
         if self._shutdown.draining.is_set():
             raise Draining("this worker is shutting down and admits no new runs; retry")
         self.check(spec)
+        extra = dict(thread_metadata or {})
         if thread_id is None:
-            target, create = str(uuid.uuid4()), dict(STATELESS)
+            target, create = str(uuid.uuid4()), {**extra, **STATELESS}
         elif if_not_exists == "create":
-            target, create = check_thread_id(thread_id), {}
+            target, create = check_thread_id(thread_id), extra
         elif is_valid_thread_id(thread_id):
             target, create = thread_id, None
         else:  # an id no thread can have (PostgreSQL refuses some of them outright)
@@ -101,9 +107,11 @@ class Admission:
                     kwargs=spec.kwargs_json(),
                     multitask_strategy=spec.multitask_strategy,
                     spec=spec.to_json(),
+                    user_id=spec.user_id,
                 ),
                 now=self._clock.now(),
                 create_thread=create,
+                scope=scope,
             )
         except BaseException as exc:
             with contextlib.suppress(StreamError):

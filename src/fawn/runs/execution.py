@@ -45,7 +45,12 @@ class RunScope:
     def of(cls, run: LocalRun, clock: Clock) -> RunScope:
         return cls(
             context=run.spec.options.context(
-                thread_id=run.thread_id, run_id=run.run_id, user_id=None
+                thread_id=run.thread_id,
+                run_id=run.run_id,
+                user_id=run.spec.user_id,
+                allowed_tools=None
+                if run.spec.allowed_tools is None
+                else frozenset(run.spec.allowed_tools),
             ),
             usage=UsageLedger(),
             journal=RunJournal(clock),
@@ -74,7 +79,10 @@ class GraphExecution:
         and exceptions propagate: the caller turns them into outcomes."""
         spec = run.spec
         publisher.send(*self._renderer.started(run.run_id, run.thread_id))
-        scope.journal.note("run_started", {"run_id": run.run_id})
+        started: dict[str, Any] = {"run_id": run.run_id}
+        if scope.context.user_id is not None:  # who ran it (servers with identities)
+            started["user_id"] = scope.context.user_id
+        scope.journal.note("run_started", started)
         translator = self._renderer.translator(spec)
         extra: dict[str, Any] = {}
         if spec.durability is not None:

@@ -34,6 +34,7 @@ from fawn.store.runs import (
     RunRepository,
     RunStatus,
 )
+from fawn.store.scope import SYSTEM, Scope
 from fawn.streams.bridge import StreamBridge
 from fawn.streams.events import Heartbeat
 
@@ -87,8 +88,16 @@ class RunService:
         spec: RunSpec,
         *,
         if_not_exists: Literal["create", "reject"] = "reject",
+        scope: Scope = SYSTEM,
+        thread_metadata: Mapping[str, Any] | None = None,
     ) -> RunRecord:
-        run = await self._admission.admit(thread_id, spec, if_not_exists=if_not_exists)
+        run = await self._admission.admit(
+            thread_id,
+            spec,
+            if_not_exists=if_not_exists,
+            scope=scope,
+            thread_metadata=thread_metadata,
+        )
         try:
             await self._dispatcher.start_now(run)
         except StoreError as exc:  # admitted all the same: any worker claims it later
@@ -142,7 +151,9 @@ class RunService:
         run_ids: Sequence[str] | None,
         status: str | None,
         action: CancelAction,
+        scope: Scope = SYSTEM,
     ) -> None:
+        """Cancel the active runs named, of threads ``scope`` reaches only."""
         statuses: tuple[RunStatus, ...]
         if status in (None, "all"):
             statuses = ("pending", "running")
@@ -158,7 +169,9 @@ class RunService:
             return
         if run_ids is not None:
             run_ids = [r for r in run_ids if _is_uuid(r)]  # others cannot name a run
-        found = await self._runs.find_active(thread_id=thread_id, run_ids=run_ids, status=statuses)
+        found = await self._runs.find_active(
+            thread_id=thread_id, run_ids=run_ids, status=statuses, scope=scope
+        )
         if found:
             await self._cancellation.cancel([r.run_id for r in found], action)
 

@@ -41,8 +41,18 @@ _OPTION_TYPES: dict[str, type | tuple[type, ...]] = {
     "max_concurrent_subagents": int,
     "agent_name": str,
 }
-#: values only the server sets; a client's copy is dropped at the boundary
-SERVER_OWNED = frozenset({"thread_id", "run_id", "user_id", "checkpoint_ns", "checkpoint_map"})
+#: values only the server sets; a client's copy is dropped at the boundary (refused when the
+#: server has identities: see the gateway's run routes)
+OWNER_KEYS = frozenset(
+    {
+        "user_id",
+        "owner_id",
+        "langgraph_auth_user",
+        "langgraph_auth_user_id",
+        "langgraph_auth_permissions",
+    }
+)
+SERVER_OWNED = frozenset({"thread_id", "run_id", "checkpoint_ns", "checkpoint_map"}) | OWNER_KEYS
 _SECRET_MARKERS = ("api_key", "apikey", "token", "secret", "password", "authorization")
 
 
@@ -65,6 +75,10 @@ class RunSpec:
     durability: Literal["sync", "async", "exit"] | None = None
     #: a stateless run's temporary thread goes (checkpoints, record, files) before ``end``
     delete_thread_on_completion: bool = False
+    #: server-owned: the authenticated caller (``RunContext.user_id``), never a client's claim
+    user_id: str | None = None
+    #: server-owned: the tools the caller's role may use (None: all of them)
+    allowed_tools: tuple[str, ...] | None = None
 
     def graph_input(self) -> Any:
         if self.command:
@@ -108,6 +122,8 @@ class RunSpec:
             "on_disconnect": self.on_disconnect,
             "durability": self.durability,
             "delete_thread_on_completion": self.delete_thread_on_completion,
+            "user_id": self.user_id,
+            "allowed_tools": list(self.allowed_tools) if self.allowed_tools is not None else None,
         }
 
     @classmethod
@@ -129,6 +145,10 @@ class RunSpec:
             on_disconnect=raw.get("on_disconnect", "continue"),
             durability=raw.get("durability"),
             delete_thread_on_completion=bool(raw.get("delete_thread_on_completion")),
+            user_id=raw.get("user_id"),
+            allowed_tools=tuple(raw["allowed_tools"])
+            if raw.get("allowed_tools") is not None
+            else None,
         )
 
 

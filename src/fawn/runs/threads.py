@@ -10,6 +10,7 @@ import asyncio
 import shutil
 import uuid
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -32,6 +33,7 @@ from fawn.sandbox.treecopy import copy_tree
 from fawn.store.checkpoints import Saver, copy_thread
 from fawn.store.errors import ThreadExists
 from fawn.store.run_queue import IdleThread
+from fawn.store.scope import SYSTEM, Scope
 from fawn.store.threads import (
     ThreadFilter,
     ThreadRecord,
@@ -120,18 +122,21 @@ class ThreadService:
         if_exists: Literal["raise", "do_nothing"],
         *,
         supersteps: Sequence[Superstep] = (),
+        scope: Scope = SYSTEM,
     ) -> ThreadRecord:
-        """Create a thread, optionally with initial state. ``do_nothing`` returns an existing
-        thread unchanged (its supersteps are not applied)."""
+        """Create a thread owned by ``scope.user_id``, optionally with initial state.
+        ``do_nothing`` returns an existing thread unchanged (its supersteps are not applied)
+        when the scope reaches it."""
         tid = str(uuid.uuid4()) if thread_id is None else check_thread_id(thread_id)
         for step in supersteps:
             for values, as_node in step:
                 self._validate_update(values, as_node)
         try:
-            record = await self._repo.create(tid, metadata=metadata)
+            record = await self._repo.create(tid, metadata=metadata, scope=scope)
         except ThreadExists as exc:
-            if if_exists == "do_nothing":
-                return await self.get(tid)
+            existing = await self._repo.get(tid, scope=scope)
+            if if_exists == "do_nothing" and existing is not None:
+                return existing
             raise Conflict(f"thread {tid} already exists") from exc
         if not supersteps:
             return record
@@ -142,33 +147,38 @@ class ThreadService:
             await self._apply(self._agent.graph.abulk_update_state(thread_config(tid), updates))
         except Exception:
             await self._saver.adelete_thread(tid)
-            await self._repo.delete(tid)
+            await self._repo.delete(tid, scope=SYSTEM)
             raise
         await self.refresh(tid)
-        return await self.get(tid)
+        return await self.get(tid, scope=scope)
 
-    async def get(self, thread_id: str) -> ThreadRecord:
+    async def get(self, thread_id: str, *, scope: Scope = SYSTEM) -> ThreadRecord:
+        """The thread if ``scope`` reaches it; another owner's thread is not found, exactly
+        like a missing one."""
         # An id that could never have been created is not looked up (PostgreSQL refuses NULs).
-        record = await self._repo.get(thread_id) if is_valid_thread_id(thread_id) else None
+        valid = is_valid_thread_id(thread_id)
+        record = await self._repo.get(thread_id, scope=scope) if valid else None
         if record is None:
             raise NotFound(f"thread {thread_id} not found")
         return record
 
-    async def update_metadata(self, thread_id: str, metadata: Mapping[str, Any]) -> ThreadRecord:
-        await self.get(thread_id)
-        record = await self._repo.update_metadata(thread_id, metadata)
+    async def update_metadata(
+        self, thread_id: str, metadata: Mapping[str, Any], *, scope: Scope = SYSTEM
+    ) -> ThreadRecord:
+        await self.get(thread_id, scope=scope)
+        record = await self._repo.update_metadata(thread_id, metadata, scope=scope)
         if record is None:
             raise NotFound(f"thread {thread_id} not found")
         return record
 
-    async def delete(self, thread_id: str) -> None:
+    async def delete(self, thread_id: str, *, scope: Scope = SYSTEM) -> None:
         """Remove the record, every checkpoint and the thread's files, and release its
         sandbox."""
-        await self.get(thread_id)
+        record = await self.get(thread_id, scope=scope)
         await self._saver.adelete_thread(thread_id)
-        await self._repo.delete(thread_id)
+        await self._repo.delete(thread_id, scope=scope)
         await self._sandbox.release(SANDBOX_ID_PREFIX + thread_id)
-        await asyncio.to_thread(shutil.rmtree, self._thread_dir(thread_id), True)
+        await asyncio.to_thread(shutil.rmtree, self._thread_dir(record), True)
 
     async def search(
         self,
@@ -178,34 +188,40 @@ class ThreadService:
         offset: int,
         sort_by: ThreadSortBy,
         sort_order: Literal["asc", "desc"],
+        scope: Scope = SYSTEM,
     ) -> tuple[list[ThreadRecord], int]:
         if flt.ids is not None:  # ids no thread can have match nothing, and are not looked up
-            flt = ThreadFilter(
-                metadata=flt.metadata,
-                values=flt.values,
-                status=flt.status,
-                ids=[tid for tid in flt.ids if is_valid_thread_id(tid)],
-            )
+            flt = replace(flt, ids=[tid for tid in flt.ids if is_valid_thread_id(tid)])
         return await self._repo.search(
-            flt, limit=limit, offset=offset, sort_by=sort_by, sort_order=sort_order
+            flt, limit=limit, offset=offset, sort_by=sort_by, sort_order=sort_order, scope=scope
         )
 
-    async def count(self, flt: ThreadFilter) -> int:
-        return await self._repo.count(flt)
+    async def count(self, flt: ThreadFilter, *, scope: Scope = SYSTEM) -> int:
+        return await self._repo.count(flt, scope=scope)
 
-    async def copy(self, thread_id: str) -> ThreadRecord:
-        """A new thread with the same metadata, checkpoints (history) and files; all of it
+    async def copy(
+        self,
+        thread_id: str,
+        *,
+        scope: Scope = SYSTEM,
+        metadata: Mapping[str, Any] | None = None,
+    ) -> ThreadRecord:
+        """A new thread with the same checkpoints (history) and files, owned by
+        ``scope.user_id`` (the copier), with ``metadata`` (default: the source's); all of it
         or, if any step fails, nothing (see :mod:`fawn.sandbox.treecopy` for the files)."""
-        source = await self.get(thread_id)
+        source = await self.get(thread_id, scope=scope)
         target = str(uuid.uuid4())
-        source_dir, target_dir = self._thread_dir(thread_id), self._thread_dir(target)
+        source_dir = self._thread_dir(source)
+        target_dir = ThreadPaths.for_thread(self._data_dir, target, scope.user_id).thread_dir
         # Files first, beside the final place: the step most likely to fail touches no record.
         staging = target_dir.with_name(f".copy-{target}")
         try:
             if source_dir.is_dir():
                 # anyio's worker is not abandoned on cancellation: cleanup sees a finished copy
                 await anyio.to_thread.run_sync(copy_tree, source_dir, staging)
-            await self._repo.create(target, metadata=source.metadata)
+            await self._repo.create(
+                target, metadata=source.metadata if metadata is None else metadata, scope=scope
+            )
             await copy_thread(self._saver, thread_id, target)
             await self._repo.save_state(
                 target,
@@ -224,24 +240,27 @@ class ThreadService:
         except BaseException:
             await self._discard_copy(target, staging)
             raise
-        return await self.get(target)
+        return await self.get(target, scope=scope)
 
     async def _discard_copy(self, target: str, staging: Path) -> None:
         """Remove whatever an unfinished copy made: its files, checkpoints and record."""
         with anyio.CancelScope(shield=True):
             await anyio.to_thread.run_sync(shutil.rmtree, staging, True)
             await self._saver.adelete_thread(target)
-            await self._repo.delete(target)
+            await self._repo.delete(target, scope=SYSTEM)
 
-    async def prune(self, thread_ids: Sequence[str], strategy: str) -> int:
+    async def prune(
+        self, thread_ids: Sequence[str], strategy: str, *, scope: Scope = SYSTEM
+    ) -> int:
         """``delete`` removes threads entirely; ``keep_latest`` keeps only the latest checkpoint.
-        Unknown ids are skipped; the answer counts the threads pruned."""
+        Unknown ids (and threads outside ``scope``) are skipped; the answer counts the threads
+        pruned."""
         pruned = 0
         for tid in dict.fromkeys(thread_ids):
-            if not is_valid_thread_id(tid) or await self._repo.get(tid) is None:
+            if not is_valid_thread_id(tid) or await self._repo.get(tid, scope=scope) is None:
                 continue
             if strategy == "delete":
-                await self.delete(tid)
+                await self.delete(tid, scope=scope)
             else:
                 await self._keep_latest_checkpoint(tid)
             pruned += 1
@@ -255,8 +274,9 @@ class ThreadService:
         checkpoint: Mapping[str, Any] | None = None,
         *,
         subgraphs: bool = False,
+        scope: Scope = SYSTEM,
     ) -> StateSnapshot:
-        await self.get(thread_id)
+        await self.get(thread_id, scope=scope)
         await self._require_checkpoint(thread_id, checkpoint)
         config = thread_config(thread_id, checkpoint)
         return await self._agent.graph.aget_state(config, subgraphs=subgraphs)
@@ -269,10 +289,11 @@ class ThreadService:
         before: str | Mapping[str, Any] | None,
         metadata: Mapping[str, Any] | None,
         checkpoint: Mapping[str, Any] | None,
+        scope: Scope = SYSTEM,
     ) -> list[StateSnapshot]:
         """States newest first: at most ``limit``, older than ``before`` (a checkpoint id or a
         checkpoint), whose checkpoint metadata contains ``metadata``."""
-        await self.get(thread_id)
+        await self.get(thread_id, scope=scope)
         await self._require_checkpoint(thread_id, checkpoint)
         before_config: RunnableConfig | None = None
         if isinstance(before, str):
@@ -324,8 +345,8 @@ class ThreadService:
 
     # -- helpers -------------------------------------------------------------------------
 
-    def _thread_dir(self, thread_id: str) -> Path:
-        return ThreadPaths.for_thread(self._data_dir, thread_id).thread_dir
+    def _thread_dir(self, record: ThreadRecord) -> Path:
+        return ThreadPaths.for_thread(self._data_dir, record.thread_id, record.user_id).thread_dir
 
     def _validate_update(self, values: Any, as_node: str | None) -> None:
         if isinstance(values, Mapping):

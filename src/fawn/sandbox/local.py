@@ -12,7 +12,7 @@ import asyncio
 import contextlib
 import os
 import shutil
-from collections.abc import Iterator, Mapping
+from collections.abc import Awaitable, Callable, Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -28,6 +28,7 @@ from fawn.sandbox.bwrap import (
 )
 from fawn.sandbox.errors import SandboxUnavailable
 from fawn.sandbox.paths import (
+    SINGLE_USER,
     VIRTUAL_OUTPUTS,
     VIRTUAL_SKILLS,
     VIRTUAL_UPLOADS,
@@ -172,12 +173,20 @@ def _data_descriptors(files: Mapping[str, str]) -> Iterator[tuple[tuple[int, str
             os.close(reader)
 
 
-class LocalSandboxProvider:
-    """One :class:`LocalSandbox` per thread, under ``<data_dir>/threads/<thread_id>``."""
+#: Finds the owner of a thread (its files live under the owner's directory).
+OwnerOf = Callable[[str], Awaitable[str | None]]
 
-    def __init__(self, data_dir: Path, settings: SandboxSettings) -> None:
+
+class LocalSandboxProvider:
+    """One :class:`LocalSandbox` per thread, in the thread's directory under its owner's
+    (``owner_of``; without it, or for an unknown thread, the single-user layout)."""
+
+    def __init__(
+        self, data_dir: Path, settings: SandboxSettings, owner_of: OwnerOf | None = None
+    ) -> None:
         self._data_dir = Path(os.path.abspath(data_dir))
         self._settings = settings
+        self._owner_of = owner_of
         self._bwrap = shutil.which(settings.bwrap_path)
         self._system = host_system_layout() if self._bwrap is not None else ()
         self._sandboxes: dict[str, LocalSandbox] = {}
@@ -190,11 +199,12 @@ class LocalSandboxProvider:
     async def acquire(self, thread_id: str) -> LocalSandbox:
         """The thread's sandbox (id ``local:<thread_id>``), creating its directories."""
         validate_thread_id(thread_id)
-        paths = ThreadPaths.for_thread(self._data_dir, thread_id)
-        await asyncio.to_thread(paths.ensure)
         sandbox_id = SANDBOX_ID_PREFIX + thread_id
         existing = self._sandboxes.get(sandbox_id)
-        if existing is not None:
+        owner = await self._owner_of(thread_id) if self._owner_of is not None else None
+        paths = ThreadPaths.for_thread(self._data_dir, thread_id, owner or SINGLE_USER)
+        await asyncio.to_thread(paths.ensure)
+        if existing is not None and existing.paths == paths:
             return existing
         sandbox = LocalSandbox(
             sandbox_id=sandbox_id,

@@ -2,10 +2,13 @@
 
 The agent only ever sees virtual paths::
 
-    /mnt/user-data/workspace   read-write   <data_dir>/threads/<id>/user-data/workspace
-    /mnt/user-data/uploads     read-write   <data_dir>/threads/<id>/user-data/uploads
-    /mnt/user-data/outputs     read-write   <data_dir>/threads/<id>/user-data/outputs
+    /mnt/user-data/workspace   read-write   <thread>/user-data/workspace
+    /mnt/user-data/uploads     read-write   <thread>/user-data/uploads
+    /mnt/user-data/outputs     read-write   <thread>/user-data/outputs
     /mnt/skills                read-only    <skills_dir>
+
+where ``<thread>`` is ``<data_dir>/users/<owner>/threads/<id>`` (``<data_dir>/threads/<id>``
+for the single user of a server without authentication).
 
 Inside bubblewrap those are the real mounts; for file tools running in the server process,
 :class:`PathPolicy` performs the same mapping and refuses anything that escapes it, whether
@@ -14,6 +17,7 @@ by ``..``, by an absolute host path or by a symlink planted in a writable mount.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 from dataclasses import dataclass
@@ -49,6 +53,22 @@ def validate_thread_id(thread_id: str) -> str:
     return thread_id
 
 
+#: The owner of threads on a server without authentication (``fawn.store.scope.DEFAULT_USER``;
+#: the two packages are siblings and may not import each other).
+SINGLE_USER = "default"
+
+_PLAIN_OWNER = re.compile(r"[A-Za-z0-9_-]{1,64}")
+
+
+def owner_dir_name(owner: str) -> str:
+    """A directory name for an owner: the id itself when it is a plain name (user ids are),
+    else ``=`` and its SHA-256 (identities from a custom ``Auth`` handler can be anything;
+    ``=`` never starts a plain name, so the two forms cannot collide)."""
+    if _PLAIN_OWNER.fullmatch(owner):
+        return owner
+    return "=" + hashlib.sha256(owner.encode()).hexdigest()
+
+
 @dataclass(frozen=True)
 class ThreadPaths:
     """The host directories behind one thread's ``/mnt/user-data``."""
@@ -60,10 +80,17 @@ class ThreadPaths:
     outputs: Path
 
     @classmethod
-    def for_thread(cls, data_dir: Path, thread_id: str) -> ThreadPaths:
-        """The layout ``<data_dir>/threads/<thread_id>/user-data/{workspace,uploads,outputs}``."""
+    def for_thread(cls, data_dir: Path, thread_id: str, owner: str = SINGLE_USER) -> ThreadPaths:
+        """``<data_dir>/users/<owner>/threads/<thread_id>/user-data/{workspace,uploads,outputs}``.
+
+        The single user of a server without authentication keeps the layout that predates
+        owners, ``<data_dir>/threads/<thread_id>/...``.
+        """
         validate_thread_id(thread_id)
-        root = Path(os.path.abspath(data_dir)) / "threads" / thread_id / "user-data"
+        base = Path(os.path.abspath(data_dir))
+        if owner != SINGLE_USER:
+            base = base / "users" / owner_dir_name(owner)
+        root = base / "threads" / thread_id / "user-data"
         return cls(
             thread_id=thread_id,
             root=root,
@@ -74,7 +101,7 @@ class ThreadPaths:
 
     @property
     def thread_dir(self) -> Path:
-        """``<data_dir>/threads/<thread_id>``."""
+        """``<...>/threads/<thread_id>``."""
         return self.root.parent
 
     def ensure(self) -> ThreadPaths:

@@ -37,3 +37,28 @@ class StoreUnavailable(StoreError):
 
     code = "store_unavailable"
     retryable = True
+
+
+class EmailTaken(StoreError):
+    code = "email_already_exists"
+
+    def __init__(self, email: str) -> None:
+        super().__init__(f"an account with the email {email} already exists")
+        self.email = email
+
+
+class AlreadyInitialized(StoreError):
+    """The first admin exists: ``initialize`` is closed for good."""
+
+    code = "system_already_initialized"
+
+    def __init__(self) -> None:
+        super().__init__("the system is already initialized: an admin account exists")
+
+
+class UserNotFound(StoreError):
+    code = "user_not_found"
+
+    def __init__(self, who: str) -> None:
+        super().__init__(f"no user {who}")
+        self.who = who

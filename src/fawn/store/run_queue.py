@@ -33,8 +33,9 @@ from fawn.store.runs import (
     Usage,
     run_record,
 )
+from fawn.store.scope import SYSTEM, Scope
 from fawn.store.tables import run_events, runs, threads
-from fawn.store.threads import ThreadStateSnapshot, ThreadStatus
+from fawn.store.threads import ThreadStateSnapshot, ThreadStatus, scope_conditions
 
 #: what became of a run that was settled without running to its end
 SettledStatus = RunStatus | Literal["deleted"]
@@ -56,6 +57,8 @@ class NewRun:
     multitask_strategy: MultitaskStrategy
     #: what executing it needs (the request unredacted), read back by the claiming worker
     spec: Mapping[str, Any]
+    #: who asked for it (the authenticated caller)
+    user_id: str | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -185,16 +188,18 @@ class RunQueue:
         *,
         now: datetime,
         create_thread: Mapping[str, Any] | None = None,
+        scope: Scope = SYSTEM,
     ) -> Admitted:
         """Append a pending run to its thread's queue, applying its multitask strategy.
 
         ``reject`` refuses while the thread has an active run; ``interrupt``/``rollback``
         end every earlier run that has not started and mark every executing one for
         cancellation, in the same transaction, so after any burst exactly the last admitted
-        run proceeds. ``create_thread`` (metadata) creates the thread when it is missing.
+        run proceeds. ``create_thread`` (metadata) creates the thread when it is missing, owned
+        by ``scope.user_id``; an existing thread outside ``scope`` is not found.
         """
         async with self._db.begin() as conn:
-            thread = await self._thread_for(conn, new.thread_id, create_thread, now)
+            thread = await self._thread_for(conn, new.thread_id, create_thread, now, scope)
             active = await _active_runs(conn, new.thread_id)
             if active and new.multitask_strategy == "reject":
                 raise RunConflict(
@@ -228,6 +233,7 @@ class RunQueue:
                     kwargs=dict(new.kwargs),
                     multitask_strategy=new.multitask_strategy,
                     spec=dict(new.spec),
+                    user_id=new.user_id,
                     created_at=now,
                     updated_at=now,
                     seq=int(seq) + 1,
@@ -244,9 +250,16 @@ class RunQueue:
         thread_id: str,
         create: Mapping[str, Any] | None,
         now: datetime,
+        scope: Scope,
     ) -> Row[Any]:
         thread = await lock_thread(conn, thread_id, self._db.is_postgres)
         if thread is not None:
+            reached = select(threads.c.thread_id).where(
+                threads.c.thread_id == thread_id,
+                *scope_conditions(scope, postgres=self._db.is_postgres),
+            )
+            if (await conn.execute(reached)).first() is None:
+                raise ThreadNotFound(thread_id)  # another owner's thread is not found
             return thread
         if create is None:
             raise ThreadNotFound(thread_id)
@@ -262,6 +275,7 @@ class RunQueue:
                 values=None,
                 interrupts={},
                 error=None,
+                user_id=scope.user_id,
             )
         )
         created = await lock_thread(conn, thread_id, self._db.is_postgres)

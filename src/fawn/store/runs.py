@@ -14,7 +14,9 @@ from typing import Any, Literal
 from sqlalchemy import Row, func, select
 
 from fawn.store.database import Database
-from fawn.store.tables import run_events, runs
+from fawn.store.scope import Scope
+from fawn.store.tables import run_events, runs, threads
+from fawn.store.threads import scope_conditions
 
 RunStatus = Literal["pending", "running", "success", "error", "timeout", "interrupted"]
 MultitaskStrategy = Literal["reject", "interrupt", "rollback", "enqueue"]
@@ -148,9 +150,16 @@ class RunRepository:
         run_ids: Sequence[str] | None = None,
         status: Sequence[RunStatus] = ACTIVE,
         owner: str | None = None,
+        scope: Scope | None = None,
     ) -> list[RunRecord]:
-        """Runs in ``status`` (pending or running by default), oldest first."""
+        """Runs in ``status`` (pending or running by default), oldest first; with ``scope``,
+        only runs of threads the scope reaches (the condition is part of the query)."""
         query = select(runs).where(runs.c.status.in_(list(status)))
+        if scope is not None:
+            reached = select(threads.c.thread_id).where(
+                *scope_conditions(scope, postgres=self._db.is_postgres)
+            )
+            query = query.where(runs.c.thread_id.in_(reached))
         if thread_id is not None:
             query = query.where(runs.c.thread_id == thread_id)
         if run_ids is not None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from sqlalchemy import (
+    Boolean,
     Column,
     ForeignKey,
     Index,
@@ -31,6 +32,9 @@ threads = Table(
     Column("values", JSONType, nullable=True),
     Column("interrupts", JSONType, nullable=False),
     Column("error", JSONType, nullable=True),
+    # the owner: a user id, or "default" (the single user of a server without authentication)
+    Column("user_id", String(255), nullable=False, server_default="default"),
+    Index("ix_threads_user_created", "user_id", "created_at"),
 )
 
 runs = Table(
@@ -62,6 +66,8 @@ runs = Table(
     Column("started_at", UTCDateTime(), nullable=True),
     # everything needed to execute the run, for whichever worker claims it (never sent out)
     Column("spec", JSONType, nullable=True),
+    # who created the run (the worker that executes it is ``owner``)
+    Column("user_id", String(255), nullable=True),
     Index("ix_runs_thread_seq", "thread_id", "seq"),
     Index("ix_runs_status", "status"),
     Index("ix_runs_queue", "status", "created_at"),
@@ -98,4 +104,48 @@ workers = Table(
     Column("beat", Integer, nullable=False),
     # active | draining | stopped | dead
     Column("state", String(16), nullable=False),
+)
+
+users = Table(
+    "users",
+    metadata,
+    Column("user_id", String(64), primary_key=True),
+    Column("email", String(320), nullable=False),
+    Column("password_hash", Text, nullable=True),
+    Column("role", String(16), nullable=False),
+    Column("token_version", Integer, nullable=False, server_default="0"),
+    Column("needs_setup", Boolean, nullable=False),
+    Column("disabled", Boolean, nullable=False),
+    Column("display_name", String(255), nullable=True),
+    Column("oauth_provider", String(64), nullable=True),
+    Column("oauth_subject", String(255), nullable=True),
+    Column("created_at", UTCDateTime(), nullable=False),
+    Column("updated_at", UTCDateTime(), nullable=False),
+    Index("ux_users_email", "email", unique=True),
+    Index("ux_users_oauth", "oauth_provider", "oauth_subject", unique=True),
+    Index("ix_users_role", "role"),
+)
+
+sessions = Table(
+    "sessions",
+    metadata,
+    Column("session_id", String(64), primary_key=True),
+    Column("user_id", String(64), ForeignKey("users.user_id", ondelete="CASCADE"), nullable=False),
+    Column("created_at", UTCDateTime(), nullable=False),
+    Column("expires_at", UTCDateTime(), nullable=False),
+    Index("ix_sessions_user", "user_id"),
+    Index("ix_sessions_expires", "expires_at"),
+)
+
+api_keys = Table(
+    "api_keys",
+    metadata,
+    Column("key_id", String(32), primary_key=True),
+    Column("user_id", String(64), ForeignKey("users.user_id", ondelete="CASCADE"), nullable=False),
+    Column("name", String(128), nullable=False),
+    Column("secret_hash", String(64), nullable=False),
+    Column("created_at", UTCDateTime(), nullable=False),
+    Column("expires_at", UTCDateTime(), nullable=True),
+    Column("revoked_at", UTCDateTime(), nullable=True),
+    Index("ix_api_keys_user", "user_id"),
 )

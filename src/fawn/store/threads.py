@@ -15,6 +15,7 @@ from sqlalchemy.sql import Select, literal
 
 from fawn.store.database import Database
 from fawn.store.errors import ThreadExists
+from fawn.store.scope import DEFAULT_USER, Scope
 from fawn.store.tables import threads
 from fawn.store.types import utcnow
 
@@ -34,10 +35,12 @@ class ThreadRecord:
     values: dict[str, Any] | None
     interrupts: dict[str, Any]
     error: Any = None
+    #: the owner; server-owned, not part of the SDK's ``Thread``
+    user_id: str = DEFAULT_USER
 
     def as_dict(self) -> dict[str, Any]:
-        """The fields by name, in the order of the SDK's ``Thread`` (values not copied)."""
-        return {f.name: getattr(self, f.name) for f in fields(self)}
+        """The SDK's ``Thread`` fields by name, in its order (values not copied)."""
+        return {f.name: getattr(self, f.name) for f in fields(self) if f.name != "user_id"}
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -73,6 +76,7 @@ def _record(row: Row[Any]) -> ThreadRecord:
         values=m["values"],
         interrupts=m["interrupts"] or {},
         error=m["error"],
+        user_id=m["user_id"],
     )
 
 
@@ -84,9 +88,12 @@ class ThreadRepository:
         self,
         thread_id: str,
         *,
+        scope: Scope,
         metadata: Mapping[str, Any] | None = None,
         if_exists: Literal["raise", "do_nothing"] = "raise",
     ) -> ThreadRecord:
+        """A new thread owned by ``scope.user_id``. ``do_nothing`` returns an existing thread
+        only when the scope reaches it (another owner's thread is a conflict)."""
         now = utcnow()
         record = ThreadRecord(
             thread_id=thread_id,
@@ -98,31 +105,41 @@ class ThreadRepository:
             config={},
             values=None,
             interrupts={},
+            user_id=scope.user_id,
         )
         try:
             async with self._db.engine.begin() as conn:
-                await conn.execute(insert(threads).values(**record.as_dict()))
+                await conn.execute(
+                    insert(threads).values(**record.as_dict(), user_id=record.user_id)
+                )
         except IntegrityError:
             if if_exists == "do_nothing":
-                existing = await self.get(thread_id)
+                existing = await self.get(thread_id, scope=scope)
                 if existing is not None:
                     return existing
             raise ThreadExists(thread_id) from None
         return record
 
-    async def get(self, thread_id: str) -> ThreadRecord | None:
+    async def get(self, thread_id: str, *, scope: Scope) -> ThreadRecord | None:
+        """The thread, if ``scope`` reaches it (else None, exactly as for a missing one)."""
+        query = select(threads).where(self._in_scope(thread_id, scope))
         async with self._db.engine.connect() as conn:
-            row = (
-                await conn.execute(select(threads).where(threads.c.thread_id == thread_id))
-            ).first()
+            row = (await conn.execute(query)).first()
         return _record(row) if row is not None else None
 
+    async def owner_of(self, thread_id: str) -> str | None:
+        """The owner of a thread, for the server's own use (where its files live)."""
+        query = select(threads.c.user_id).where(threads.c.thread_id == thread_id)
+        async with self._db.engine.connect() as conn:
+            owner: str | None = (await conn.execute(query)).scalar_one_or_none()
+        return owner
+
     async def update_metadata(
-        self, thread_id: str, patch: Mapping[str, Any]
+        self, thread_id: str, patch: Mapping[str, Any], *, scope: Scope
     ) -> ThreadRecord | None:
         """Shallow-merge ``patch`` into the metadata (the row is locked: concurrent patches
         both land)."""
-        query = select(threads).where(threads.c.thread_id == thread_id).with_for_update()
+        query = select(threads).where(self._in_scope(thread_id, scope)).with_for_update()
         async with self._db.engine.begin() as conn:
             row = (await conn.execute(query)).first()
             if row is None:
@@ -167,15 +184,32 @@ class ThreadRepository:
                 update(threads).where(threads.c.thread_id == thread_id).values(config=dict(config))
             )
 
-    async def delete(self, thread_id: str) -> bool:
+    async def delete(self, thread_id: str, *, scope: Scope) -> bool:
         async with self._db.engine.begin() as conn:
-            result = await conn.execute(delete(threads).where(threads.c.thread_id == thread_id))
+            result = await conn.execute(delete(threads).where(self._in_scope(thread_id, scope)))
         return bool(result.rowcount)
+
+    async def reassign(self, from_user: str, to_user: str) -> list[str]:
+        """Give every thread of ``from_user`` to ``to_user`` (its metadata's ``user_id`` names
+        the new owner, as for threads created with accounts); the ids of those threads."""
+        query = select(threads.c.thread_id, threads.c.metadata).where(
+            threads.c.user_id == from_user
+        )
+        async with self._db.engine.begin() as conn:
+            rows = (await conn.execute(query.with_for_update())).all()
+            for row in rows:
+                await conn.execute(
+                    update(threads)
+                    .where(threads.c.thread_id == row.thread_id)
+                    .values(user_id=to_user, metadata={**(row.metadata or {}), "user_id": to_user})
+                )
+        return [row.thread_id for row in rows]
 
     async def search(
         self,
         flt: ThreadFilter,
         *,
+        scope: Scope,
         limit: int = 10,
         offset: int = 0,
         sort_by: ThreadSortBy = "created_at",
@@ -187,7 +221,7 @@ class ThreadRepository:
         tiebreak = threads.c.thread_id.asc() if sort_order == "asc" else threads.c.thread_id.desc()
         query: Select[Any] = select(threads).order_by(order, tiebreak).limit(limit).offset(offset)
         counter: Select[Any] = select(func.count()).select_from(threads)
-        condition = self._condition(flt)
+        condition = self._condition(flt, scope)
         if condition is not None:
             query = query.where(condition)
             counter = counter.where(condition)
@@ -196,16 +230,22 @@ class ThreadRepository:
             total = (await conn.execute(counter)).scalar_one()
         return [_record(r) for r in rows], int(total)
 
-    async def count(self, flt: ThreadFilter) -> int:
+    async def count(self, flt: ThreadFilter, *, scope: Scope) -> int:
         counter: Select[Any] = select(func.count()).select_from(threads)
-        condition = self._condition(flt)
+        condition = self._condition(flt, scope)
         if condition is not None:
             counter = counter.where(condition)
         async with self._db.engine.connect() as conn:
             return int((await conn.execute(counter)).scalar_one())
 
-    def _condition(self, flt: ThreadFilter) -> ColumnElement[bool] | None:
-        parts: list[ColumnElement[bool]] = []
+    def _in_scope(self, thread_id: str, scope: Scope) -> ColumnElement[bool]:
+        return and_(threads.c.thread_id == thread_id, *self._scope_parts(scope))
+
+    def _scope_parts(self, scope: Scope) -> list[ColumnElement[bool]]:
+        return scope_conditions(scope, postgres=self._db.is_postgres)
+
+    def _condition(self, flt: ThreadFilter, scope: Scope) -> ColumnElement[bool] | None:
+        parts: list[ColumnElement[bool]] = self._scope_parts(scope)
         if flt.metadata:
             parts.append(self._contains(threads.c.metadata, flt.metadata))
         if flt.values:
@@ -217,7 +257,23 @@ class ThreadRepository:
         return and_(*parts) if parts else None
 
     def _contains(self, column: Any, value: Mapping[str, Any]) -> ColumnElement[bool]:
-        encoded = orjson.dumps(dict(value)).decode()
-        if self._db.is_postgres:
-            return column.op("@>")(literal(encoded).cast(JSONB))  # type: ignore[no-any-return]
-        return func.json_contains(column, literal(encoded)) == 1
+        return json_containment(column, value, postgres=self._db.is_postgres)
+
+
+def json_containment(
+    column: Any, value: Mapping[str, Any], *, postgres: bool
+) -> ColumnElement[bool]:
+    """``column @> value`` (SQLite: our ``json_contains`` function, the same rules)."""
+    encoded = orjson.dumps(dict(value)).decode()
+    if postgres:
+        return column.op("@>")(literal(encoded).cast(JSONB))  # type: ignore[no-any-return]
+    return func.json_contains(column, literal(encoded)) == 1
+
+
+def scope_conditions(scope: Scope, *, postgres: bool) -> list[ColumnElement[bool]]:
+    """The owner condition and the metadata a thread row must contain: part of every query a
+    caller's request makes on threads (or joins them), never applied to results afterwards."""
+    parts = [json_containment(threads.c.metadata, doc, postgres=postgres) for doc in scope.metadata]
+    if not scope.every_owner:
+        parts.append(threads.c.user_id == scope.user_id)
+    return parts

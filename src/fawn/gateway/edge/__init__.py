@@ -7,9 +7,11 @@
 3. :class:`~fawn.gateway.edge.origin.CrossSiteGuard`: simple state-changing requests from
    another site's page are refused (CSRF).
 4. :class:`~fawn.gateway.edge.body.RequestBodyGuard`: a body is JSON (or multipart on the
-   upload routes), within ``server.max_body_bytes``, and storable.
+   upload routes, a form on sign-in), within ``server.max_body_bytes``, and storable.
+5. :class:`~fawn.gateway.auth.middleware.IdentityMiddleware`: who is calling (401 without a
+   credential where one is needed; the CSRF token of a cookie session).
 
-All four are pure ASGI (no ``BaseHTTPMiddleware``: SSE disconnects stay visible), and each
+All five are pure ASGI (no ``BaseHTTPMiddleware``: SSE disconnects stay visible), and each
 refusal is an error body from the one status table, before any service is touched.
 """
 
@@ -23,6 +25,7 @@ from starlette.middleware import Middleware
 from starlette.middleware.cors import CORSMiddleware
 
 from fawn.config.settings import ServerSettings
+from fawn.gateway.auth.middleware import IdentityMiddleware
 from fawn.gateway.edge.body import BodyKind, BodyKinds, RequestBodyGuard
 from fawn.gateway.edge.hosts import HostAllowlist
 from fawn.gateway.edge.origin import CrossSiteGuard
@@ -62,6 +65,7 @@ def edge_middleware(
             max_json_depth=server.max_json_depth,
             body_kinds=body_kinds(openapi),
         ),
+        Middleware(IdentityMiddleware),
     ]
     return layers
 
@@ -78,6 +82,8 @@ def body_kinds(openapi: Callable[[], dict[str, Any]]) -> BodyKinds:
         found = [op for op in declared() if op.method == method and op.pattern.match(path)]
         if not found:
             return None
-        return "multipart" if any(op.multipart for op in found) else "json"
+        if any(op.multipart for op in found):
+            return "multipart"
+        return "form" if any(op.form for op in found) else "json"
 
     return kind

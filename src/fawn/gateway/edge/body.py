@@ -6,7 +6,9 @@ operation of the OpenAPI document: it is read as it arrives, counted against ``s
 :mod:`fawn.gateway.edge.jsonbody`, and only then handed on to the route, so a route only ever
 sees a body that is whole, small enough and storable. **multipart/form-data** only on the
 routes that stream uploads (their OpenAPI operation declares it): they enforce their own
-per-file and per-request limits as the bytes arrive. Anything else is a 415: in particular a
+per-file and per-request limits as the bytes arrive. **application/x-www-form-urlencoded**
+only on the operations that declare it (sign-in, as an HTML form posts it): counted against
+the same limit, then handed on. Anything else is a 415: in particular a
 ``text/plain`` body holding JSON (what a cross-site form can send without a CORS preflight)
 never reaches a JSON route. A request for an operation the document does not declare goes
 on untouched: the router answers 404 or 405 without reading its body.
@@ -25,12 +27,14 @@ from fawn.gateway.edge.errors import BodyTooLarge, EdgeError, InvalidJsonBody, U
 from fawn.gateway.edge.jsonbody import JsonBodyError, decode_json_body
 from fawn.gateway.errors import error_response
 
-#: ``multipart`` for the operations that stream a multipart body themselves
-BodyKind = Literal["json", "multipart"]
+#: ``multipart`` for the operations that stream a multipart body themselves, ``form`` for those
+#: that take an HTML form
+BodyKind = Literal["json", "multipart", "form"]
 #: ``(method, path) -> kind``, None for a request no operation declares
 BodyKinds = Callable[[str, str], BodyKind | None]
 
 _MULTIPART = "multipart/form-data"
+_FORM = "application/x-www-form-urlencoded"
 
 #: Bodies above this size are decoded on a worker thread, off the event loop.
 _DECODE_INLINE_BYTES = 64 * 1024
@@ -80,11 +84,13 @@ class RequestBodyGuard:
                 # no body, no such operation, or an upload that enforces its own limits
                 await self.app(scope, receive, send)
                 return
-            self._check_kind(media, scope)
+            form = (kind, media) == ("form", _FORM)
+            if not form:
+                self._check_kind(media, scope)
             body = await self._read(receive, declared)
             if body is None:  # the client went away mid-body
                 return
-            if body:
+            if body and not form:
                 await self._check_json(body)
         except EdgeError as exc:
             # The server discards whatever of the body is still to come.

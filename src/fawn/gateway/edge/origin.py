@@ -89,11 +89,24 @@ class CrossSiteGuard:
 
 
 def _same_origin(origin: Origin, headers: Headers) -> bool:
-    """Whether ``origin`` names this server as the request reached it (its ``Host``)."""
+    """Whether ``origin`` names this server as the request reached it (its ``Host``) or as a
+    proxy in front says the browser addressed it (``X-Forwarded-Host``, as a Next.js rewrite
+    sends it: DeerFlow's web app signs in through one). The forwarded header is not one a page
+    can set on a request without a preflight, so trusting it opens nothing."""
+    forwarded = headers.get("x-forwarded-host", "").split(",")[0].strip()
+    if forwarded:
+        proto = (headers.get("x-forwarded-proto") or origin[0]).split(",")[0].strip()
+        if _host_matches(origin, forwarded, proto):
+            return True
     host = headers.get("host")
-    if host is None:
-        return False
+    return host is not None and _host_matches(origin, host, origin[0])
+
+
+def _host_matches(origin: Origin, host: str, host_scheme: str) -> bool:
+    """Whether ``origin`` is ``host_scheme://host``."""
     scheme, name, port = origin
+    if scheme != host_scheme.lower():
+        return False
     _, _, tail = host.rpartition("]") if host.startswith("[") else ("", "", host)
     _, sep, host_port = tail.rpartition(":")
     own_port = int(host_port) if sep and host_port.isdigit() else _DEFAULT_PORTS.get(scheme)

@@ -9,6 +9,8 @@ from fastapi import APIRouter, Query, Response
 from langgraph.pregel import Pregel
 
 from fawn.agent.graph import LEAD_AGENT
+from fawn.gateway.auth.access import Caller
+from fawn.gateway.auth.deps import CallerDep
 from fawn.gateway.deps import ServicesDep
 from fawn.gateway.responses import JSON
 from fawn.gateway.schemas import LEAD_AGENT_ID, AssistantCount, AssistantSearch
@@ -46,14 +48,32 @@ def _matches(metadata: dict[str, Any] | None, graph_id: str | None, name: str | 
     return graph_id in (None, LEAD_AGENT) and name in (None, LEAD_AGENT)
 
 
-def _require(assistant_id: str) -> None:
-    if resolve_assistant(assistant_id) is None:
+async def _visible(caller: Caller, action: str, value: dict[str, Any]) -> bool:
+    """Whether the caller's authorization (a LangGraph ``Auth`` handler's filters on the
+    assistant's metadata) lets them see the built-in assistant."""
+    scope = await caller.scope("assistants", action, value)
+    metadata = assistant_json()["metadata"]
+    return all(json_contains(metadata, document) for document in scope.metadata)
+
+
+async def _require(assistant_id: str, caller: Caller) -> None:
+    known = resolve_assistant(assistant_id) is not None
+    if not known or not await _visible(caller, "read", {"assistant_id": assistant_id}):
         raise NotFound(f"assistant {assistant_id} not found")
 
 
+def _search_value(body: AssistantSearch | AssistantCount) -> dict[str, Any]:
+    value: dict[str, Any] = {"graph_id": body.graph_id, "metadata": dict(body.metadata or {})}
+    if isinstance(body, AssistantSearch):
+        value.update(limit=body.limit, offset=body.offset)
+    return value
+
+
 @router.post("/assistants/search")
-async def search_assistants(body: AssistantSearch) -> Response:
-    found = [assistant_json()] if _matches(body.metadata, body.graph_id, body.name) else []
+async def search_assistants(body: AssistantSearch, caller: CallerDep) -> Response:
+    matches = _matches(body.metadata, body.graph_id, body.name)
+    visible = await _visible(caller, "search", _search_value(body))
+    found = [assistant_json()] if matches and visible else []
     page = found[body.offset : body.offset + body.limit]
     if body.select:
         page = [{k: a.get(k) for k in body.select} for a in page]
@@ -64,13 +84,15 @@ async def search_assistants(body: AssistantSearch) -> Response:
 
 
 @router.post("/assistants/count")
-async def count_assistants(body: AssistantCount) -> Response:
-    return JSON(1 if _matches(body.metadata, body.graph_id, body.name) else 0)
+async def count_assistants(body: AssistantCount, caller: CallerDep) -> Response:
+    matches = _matches(body.metadata, body.graph_id, body.name)
+    visible = await _visible(caller, "search", _search_value(body))
+    return JSON(1 if matches and visible else 0)
 
 
 @router.get("/assistants/{assistant_id}")
-async def get_assistant(assistant_id: str) -> Response:
-    _require(assistant_id)
+async def get_assistant(assistant_id: str, caller: CallerDep) -> Response:
+    await _require(assistant_id, caller)
     return JSON(assistant_json())
 
 
@@ -78,11 +100,12 @@ async def get_assistant(assistant_id: str) -> Response:
 async def get_graph(
     assistant_id: str,
     services: ServicesDep,
+    caller: CallerDep,
     xray: Annotated[
         int | bool, Query(description="include subgraphs (true), or up to this depth (int)")
     ] = False,
 ) -> Response:
-    _require(assistant_id)
+    await _require(assistant_id, caller)
     drawable = (await services.agent.graph.aget_graph(xray=xray)).to_json()
     return JSON(drawable)
 
@@ -99,17 +122,21 @@ def _graph_schemas(graph: Pregel[Any, Any, Any, Any]) -> dict[str, Any]:
 
 
 @router.get("/assistants/{assistant_id}/schemas")
-async def get_schemas(assistant_id: str, services: ServicesDep) -> Response:
-    _require(assistant_id)
+async def get_schemas(assistant_id: str, services: ServicesDep, caller: CallerDep) -> Response:
+    await _require(assistant_id, caller)
     return JSON(_graph_schemas(services.agent.graph))
 
 
 @router.get("/assistants/{assistant_id}/subgraphs")
 @router.get("/assistants/{assistant_id}/subgraphs/{namespace}")
 async def get_subgraphs(
-    assistant_id: str, services: ServicesDep, namespace: str | None = None, recurse: bool = False
+    assistant_id: str,
+    services: ServicesDep,
+    caller: CallerDep,
+    namespace: str | None = None,
+    recurse: bool = False,
 ) -> Response:
-    _require(assistant_id)
+    await _require(assistant_id, caller)
     found = {
         ns: _graph_schemas(graph)
         async for ns, graph in services.agent.graph.aget_subgraphs(

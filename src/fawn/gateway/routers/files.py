@@ -28,9 +28,12 @@ from fastapi import APIRouter, HTTPException, Request, Response
 from starlette.datastructures import Headers
 from starlette.responses import StreamingResponse
 
+from fawn.gateway.auth.access import Caller
+from fawn.gateway.auth.deps import CallerDep
 from fawn.gateway.deps import ServicesDep
 from fawn.gateway.multipart import file_parts
 from fawn.gateway.responses import JSON
+from fawn.gateway.services import Services
 from fawn.runs.errors import InvalidInput
 from fawn.sandbox.artifacts import ArtifactFile, open_artifact
 from fawn.sandbox.errors import TooManyFiles
@@ -71,14 +74,25 @@ _UPLOAD_BODY: dict[str, Any] = {
 }
 
 
+async def _thread_paths(
+    services: Services, caller: Caller, thread_id: str, action: str
+) -> ThreadPaths:
+    """The thread's directories, if the caller reaches the thread (else 404, as for a
+    missing one); they lie under the thread owner's directory."""
+    scope = await caller.scope("threads", action, {"thread_id": thread_id})
+    record = await services.threads.get(thread_id, scope=scope)
+    return ThreadPaths.for_thread(services.data_dir, thread_id, record.user_id)
+
+
 # -- uploads --------------------------------------------------------------------------------
 
 
 @router.post("/api/threads/{thread_id}/uploads", openapi_extra=_UPLOAD_BODY)
-async def upload_files(thread_id: str, request: Request, services: ServicesDep) -> Response:
+async def upload_files(
+    thread_id: str, request: Request, services: ServicesDep, caller: CallerDep
+) -> Response:
     """Save the ``files`` parts of a multipart body into ``/mnt/user-data/uploads``."""
-    await services.threads.get(thread_id)
-    paths = ThreadPaths.for_thread(services.data_dir, thread_id)
+    paths = await _thread_paths(services, caller, thread_id, "update")
     limits = services.config.uploads
     staged: list[StagedUpload] = []
     try:
@@ -109,17 +123,17 @@ async def upload_files(thread_id: str, request: Request, services: ServicesDep) 
 
 
 @router.get("/api/threads/{thread_id}/uploads")
-async def get_uploads(thread_id: str, services: ServicesDep) -> Response:
-    await services.threads.get(thread_id)
-    paths = ThreadPaths.for_thread(services.data_dir, thread_id)
+async def get_uploads(thread_id: str, services: ServicesDep, caller: CallerDep) -> Response:
+    paths = await _thread_paths(services, caller, thread_id, "read")
     files = await asyncio.to_thread(list_uploads, paths)
     return JSON({"files": files, "count": len(files)})
 
 
 @router.delete("/api/threads/{thread_id}/uploads/{filename}")
-async def remove_upload(thread_id: str, filename: str, services: ServicesDep) -> Response:
-    await services.threads.get(thread_id)
-    paths = ThreadPaths.for_thread(services.data_dir, thread_id)
+async def remove_upload(
+    thread_id: str, filename: str, services: ServicesDep, caller: CallerDep
+) -> Response:
+    paths = await _thread_paths(services, caller, thread_id, "update")
     await asyncio.to_thread(delete_upload, paths, filename)
     return JSON({"success": True, "message": f"Deleted {filename}"})
 
@@ -164,6 +178,7 @@ async def get_artifact(
     path: str,
     request: Request,
     services: ServicesDep,
+    caller: CallerDep,
     download: bool = False,
 ) -> Response:
     """A file of the thread by virtual path without its leading slash.
@@ -173,8 +188,7 @@ async def get_artifact(
     file there. ``Range: bytes=a-b`` gives 206 (or 416); ``download=true`` forces an
     attachment.
     """
-    await services.threads.get(thread_id)
-    paths = ThreadPaths.for_thread(services.data_dir, thread_id)
+    paths = await _thread_paths(services, caller, thread_id, "read")
     # anyio's worker call is not abandoned on cancellation, so the opened file never leaks.
     artifact = await anyio.to_thread.run_sync(open_artifact, paths, "/" + path)
     try:

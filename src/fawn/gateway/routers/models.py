@@ -11,6 +11,8 @@ from typing import TypedDict
 from fastapi import APIRouter, Response
 
 from fawn.config.settings import ModelSettings
+from fawn.gateway.auth.deps import CallerDep
+from fawn.gateway.auth.policy import visible_models
 from fawn.gateway.deps import ServicesDep
 from fawn.gateway.responses import JSON
 
@@ -40,6 +42,9 @@ def model_info(settings: ModelSettings) -> ModelInfo:
 
 
 @router.get("/api/models")
-async def list_models(services: ServicesDep) -> Response:
-    """The configured models, in configuration order (the first is the default)."""
-    return JSON({"models": [model_info(m) for m in services.config.models]})
+async def list_models(services: ServicesDep, caller: CallerDep) -> Response:
+    """The models the caller's role may use (``auth.policy``), in configuration order (the
+    first configured is the default)."""
+    allowed = set(visible_models(services.config, caller.principal))
+    models = [model_info(m) for m in services.config.models if m.name in allowed]
+    return JSON({"models": models})

@@ -6,6 +6,7 @@ from typing import Annotated, get_args
 
 from fastapi import APIRouter, Header, Query, Response
 
+from fawn.gateway.auth.deps import CallerDep
 from fawn.gateway.deps import ServicesDep
 from fawn.gateway.sse import (
     ThreadStreamMode,
@@ -21,6 +22,7 @@ router = APIRouter(tags=["threads"])
 async def join_thread_stream(
     thread_id: str,
     services: ServicesDep,
+    caller: CallerDep,
     last_event_id: Annotated[
         str | None, Header(json_schema_extra={"pattern": "^(.+:[0-9]{1,19})?$"})
     ] = None,
@@ -33,7 +35,8 @@ async def join_thread_stream(
     every run plus ``run_done`` when one ends; ``lifecycle`` only each run's start
     (``metadata``) and ``run_done``; ``state_update`` the ``values`` events. Event ids are
     ``<run_id>:<event id>``, so ``Last-Event-ID`` resumes across runs."""
-    await services.threads.get(thread_id)
+    scope = await caller.scope("threads", "read", {"thread_id": thread_id})
+    await services.threads.get(thread_id, scope=scope)
     modes = parse_thread_modes(stream_mode)
     cursor = parse_thread_cursor(last_event_id)
     items = services.runs.follow_thread(
