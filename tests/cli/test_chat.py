@@ -217,6 +217,7 @@ def test_embedded_chat_works_alone_and_refuses_a_served_data_dir(
     term = chat(terminals, tmp_path, "--embedded", "--config", str(config))
     term.line(key)
     term.wait_for("in-process answer")
+    term.wait_for("] >", count=2)  # the next prompt: a C-d typed before it would be lost
     term.key("C-d")
     term.wait_for("EXITED=0")
 

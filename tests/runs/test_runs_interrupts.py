@@ -264,8 +264,11 @@ async def test_command_update_while_paused_before_the_model(
             containing("interrupt_before: unknown node(s) nope; nodes: "),
         ),
         ({"interrupt_after": ["model", "x"]}, containing("interrupt_after: unknown node(s) x; ")),
-        ({"command": {"resume": 1, "bogus": 2}}, "unknown command field(s): bogus"),
-        ({"command": {"goto": 3}}, "command.goto must be a node name or {node, input}"),
+        ({"command": {"resume": 1, "bogus": 2}}, "command.bogus: unsupported field"),
+        (
+            {"command": {"goto": 3}},
+            "command.goto: must be a node name, {node, input}, or a list of them",
+        ),
     ],
 )
 async def test_bad_breakpoints_and_commands_are_422(

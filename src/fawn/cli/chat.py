@@ -3,7 +3,7 @@
 prompt_toolkit gives line editing, history and completion of the slash commands while the
 conversation itself stays ordinary terminal output (scrollback, copy and paste, pipes), which
 suits a chat better than a full-screen TUI. A run streams below the prompt; Ctrl-C cancels
-it and a second Ctrl-C leaves. At the prompt, Ctrl-C clears the line (twice in a row, or
+it and a second Ctrl-C leaves (also when the run ended in between). At the prompt, Ctrl-C clears the line (twice in a row, or
 Ctrl-D, leaves).
 """
 
@@ -13,6 +13,7 @@ import argparse
 import asyncio
 import shlex
 import sys
+import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -86,6 +87,10 @@ async def _main(args: argparse.Namespace, config: AppConfig) -> int:
     return 0
 
 
+#: A Ctrl-C at the prompt this soon after one cancelled a run is the "second" one: it leaves.
+SECOND_CTRL_C_SECONDS = 3.0
+
+
 class Leave(Exception):
     """The user asked to leave (second Ctrl-C during a run, /quit)."""
 
@@ -100,6 +105,8 @@ class Chat:
     plan: bool = False
     models: list[dict[str, Any]] = field(default_factory=list)
     listed: list[str] = field(default_factory=list)
+    #: when a run was last cancelled with Ctrl-C (``time.monotonic()``)
+    cancelled_at: float = float("-inf")
 
     @property
     def http(self) -> httpx.AsyncClient:
@@ -124,7 +131,9 @@ class Chat:
             try:
                 line = (await session.prompt_async(self.prompt_text())).strip()
             except KeyboardInterrupt:
-                if ctrl_c:
+                # A run cancelled with Ctrl-C may end before the second Ctrl-C arrives: one
+                # landing at the prompt right after still means "leave".
+                if ctrl_c or time.monotonic() - self.cancelled_at < SECOND_CTRL_C_SECONDS:
                     return
                 ctrl_c = True
                 self.say("(Ctrl-C again or Ctrl-D to leave)")
@@ -195,6 +204,7 @@ class Chat:
         self.view.end_line()
         if outcome is None:
             # The cancel was sent; a second Ctrl-C (or none) brought us here.
+            self.cancelled_at = time.monotonic()
             self.say("run cancelled")
             return
         if outcome.status == "error":

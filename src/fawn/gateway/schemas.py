@@ -331,6 +331,18 @@ class _Command(Body):
     ) = None
     goto: str | _Send | list[str | _Send] | None = None
 
+    @field_validator("goto", mode="before")
+    @classmethod
+    def _goto_shape(cls, value: Any) -> Any:
+        def fits(item: Any) -> bool:
+            return isinstance(item, str) or (isinstance(item, dict) and "node" in item)
+
+        if value is None or fits(value) or (isinstance(value, list) and all(map(fits, value))):
+            return value
+        raise PydanticCustomError(
+            "goto_shape", "must be a node name, {node, input}, or a list of them"
+        )
+
     @field_validator("update")
     @classmethod
     def _pairs_keyed_by_text(cls, value: Any) -> Any:

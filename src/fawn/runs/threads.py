@@ -217,6 +217,10 @@ class ThreadService:
         staging = target_dir.with_name(f".copy-{target}")
         try:
             if source_dir.is_dir():
+                # The copier's own tree may not exist yet (their first thread).
+                await anyio.to_thread.run_sync(
+                    lambda: staging.parent.mkdir(parents=True, exist_ok=True)
+                )
                 # anyio's worker is not abandoned on cancellation: cleanup sees a finished copy
                 await anyio.to_thread.run_sync(copy_tree, source_dir, staging)
             await self._repo.create(
