@@ -171,11 +171,14 @@ class LocalSandbox:
             await asyncio.to_thread(self._make_reachable, hardening.uid)
         before = await asyncio.to_thread(survey, roots, hardening.uid)
         left = max(quota - before.bytes, 0) if before.complete else 0
+        # No file may outgrow what is left of the quota; but at least a small one may be
+        # written, so that a thread at its quota can still work its way out of it.
+        file_size = min(limits.file_size_mib * _MIB, max(left, _MIB))
         rlimits = Rlimits(
             address_space=limits.memory_mib * _MIB,
             processes=limits.processes,
             cpu_seconds=limits.cpu_seconds,
-            file_size=min(limits.file_size_mib * _MIB, left),
+            file_size=file_size,
             open_files=limits.open_files,
         )
 
