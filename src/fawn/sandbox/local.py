@@ -66,24 +66,54 @@ class Hardening:
     """What every isolated command runs under, found once per provider.
 
     ``uid``: the host uid (and gid) commands run as — ``sandbox.run_as_uid`` when the server
-    runs as root, None (the server's own, already unprivileged) otherwise.
+    runs as root, None (the server's own, already unprivileged) otherwise. The switch is made
+    by ``setpriv`` (``setpriv_path``) just before bubblewrap: switching in the forked child
+    would make Python fork the whole server instead of ``vfork``-ing it.
     """
 
     seccomp: bytes
     prlimit: str
     uid: int | None
+    setpriv: str | None
 
     @classmethod
-    def load(cls, settings: SandboxSettings) -> Hardening:
+    def load(cls, settings: SandboxSettings, bwrap: str) -> Hardening:
         """Raises :class:`SandboxUnavailable` when part of it cannot be had on this host."""
-        prlimit = shutil.which("prlimit")
-        if prlimit is None or not prlimit.startswith(("/usr/", "/bin/")):
-            raise SandboxUnavailable(
-                "prlimit (from util-linux) is not installed on this server, so commands "
-                "cannot run with resource limits; install util-linux"
-            )
+        _check_executable(bwrap)
+        prlimit = _util_linux("prlimit", "resource limits")
         uid = settings.run_as_uid if os.geteuid() == 0 else None
-        return cls(seccomp=filter_program(), prlimit=prlimit, uid=uid)
+        setpriv = _util_linux("setpriv", "an unprivileged uid") if uid is not None else None
+        return cls(seccomp=filter_program(), prlimit=prlimit, uid=uid, setpriv=setpriv)
+
+    def wrap(self, argv: list[str]) -> tuple[str, ...]:
+        """``argv`` run as the sandbox's uid (unchanged when the server is not root)."""
+        if self.uid is None or self.setpriv is None:
+            return tuple(argv)
+        uid = str(self.uid)
+        switch = [self.setpriv, f"--reuid={uid}", f"--regid={uid}", "--clear-groups", "--"]
+        return (*switch, *argv)
+
+
+def _check_executable(program: str) -> None:
+    """``program`` must be a native executable: ``setpriv`` (like ``execvp``) would run
+    anything else as a shell script."""
+    try:
+        with open(program, "rb") as file:
+            magic = file.read(4)
+    except OSError as error:
+        raise SandboxUnavailable(f"the command could not be started: {error.strerror}") from None
+    if magic != b"\x7fELF":
+        raise SandboxUnavailable("the command could not be started: Exec format error")
+
+
+def _util_linux(program: str, purpose: str) -> str:
+    path = shutil.which(program)
+    if path is None or not path.startswith(("/usr/", "/bin/")):
+        raise SandboxUnavailable(
+            f"{program} (from util-linux) is not installed on this server, so commands "
+            f"cannot run with {purpose}; install util-linux"
+        )
+    return path
 
 
 class LocalSandbox:
@@ -199,10 +229,7 @@ class LocalSandbox:
                 mask=self._policy.mask_stream(),
                 watch=watch,
             )
-        if result.exit_code == 1 and result.output.startswith("bwrap: "):
-            # bubblewrap itself failed (no user namespaces for this uid...): nothing ran.
-            reason = result.output.splitlines()[0].removeprefix("bwrap: ")
-            raise SandboxUnavailable(f"the sandbox could not be set up: {reason}")
+        _raise_if_not_started(result)
         if (
             not before.complete
             or before.bytes >= quota
@@ -264,13 +291,7 @@ class LocalSandbox:
                 tmp_bytes=self._settings.limits.tmp_mib * _MIB,
             )
             fds = [fd for fd, _ in data_files] + [seccomp[0][0]]
-            yield Launch(
-                tuple(build_argv(spec, command)),
-                _BASE_ENV,
-                pass_fds=tuple(fds),
-                user=hardening.uid,
-                group=hardening.uid,
-            )
+            yield Launch(hardening.wrap(build_argv(spec, command)), _BASE_ENV, pass_fds=tuple(fds))
 
     def _mounts(self) -> tuple[Bind, ...]:
         mounts = [
@@ -282,6 +303,21 @@ class LocalSandbox:
         if skills is not None:
             mounts.append(Bind(str(skills), VIRTUAL_SKILLS, optional=True))
         return tuple(mounts)
+
+
+def _raise_if_not_started(result: CommandResult) -> None:
+    """Raise :class:`SandboxUnavailable` when the command never ran: ``setpriv`` could not
+    execute bubblewrap, or bubblewrap could not set the sandbox up (no user namespaces for
+    the uid...). Their messages name host paths: the log gets them, the caller the reason."""
+    first = result.output.split("\n", 1)[0]
+    if result.exit_code == 127 and first.startswith("setpriv: failed to execute "):
+        logger.error("sandbox: %s", first)
+        reason = first.rsplit(": ", 1)[-1]
+        raise SandboxUnavailable(f"the command could not be started: {reason}")
+    if result.exit_code == 1 and first.startswith("bwrap: "):
+        logger.error("sandbox: %s", first)
+        reason = first.rsplit(": ", 1)[-1]
+        raise SandboxUnavailable(f"the sandbox could not be set up: {reason}")
 
 
 def _with_line(output: str, line: str) -> str:
@@ -338,7 +374,7 @@ class LocalSandboxProvider:
         """The seccomp filter, ``prlimit`` and uid commands run under (loaded on first use;
         raises :class:`SandboxUnavailable`, and is tried again, when it cannot be had)."""
         if self._hardening is None:
-            self._hardening = Hardening.load(self._settings)
+            self._hardening = Hardening.load(self._settings, self._bwrap or "bwrap")
         return self._hardening
 
     @property

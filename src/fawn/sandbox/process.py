@@ -2,8 +2,9 @@
 
 The command is started with :class:`subprocess.Popen` — the standard library's fork and
 exec, which closes every descriptor but stdin/stdout/stderr and the ones named in
-``pass_fds`` (``close_fds``), and switches to the sandbox's host uid and gid, without
-running Python in the child. It is deliberately not the event loop's subprocess support:
+``pass_fds`` (``close_fds``) without running Python in the child, and uses ``vfork`` (so
+its cost does not grow with the server's memory; switching uid in the child would forbid
+that, which is why the sandbox changes uid with ``setpriv`` instead). It is deliberately not the event loop's subprocess support:
 uvloop's spawn leaves every inheritable descriptor of the server open in the child (the
 listening socket among them), so what the child gets would depend on the loop. Its exit
 and its output are then awaited through a pidfd and the output pipe, with the loop's plain
@@ -64,15 +65,12 @@ def _limit_note(exit_code: int) -> str | None:
 
 @dataclass(frozen=True)
 class Launch:
-    """Everything needed to start the process (``user``/``group``: the host ids to run as,
-    None to keep the server's)."""
+    """Everything needed to start the process."""
 
     argv: tuple[str, ...]
     env: Mapping[str, str]
     cwd: Path | None = None
     pass_fds: tuple[int, ...] = ()
-    user: int | None = None
-    group: int | None = None
 
 
 class _OutputSink:
@@ -223,9 +221,6 @@ def _spawn(launch: Launch) -> _Child:
             pass_fds=launch.pass_fds,
             close_fds=True,
             start_new_session=True,
-            user=launch.user,
-            group=launch.group,
-            extra_groups=[] if launch.user is not None else None,
         )
     except OSError as error:
         # strerror only: the filename attached to the error would be a host path.
