@@ -9,6 +9,7 @@ other thread and create nested user namespaces.
 
 from __future__ import annotations
 
+import os
 import platform
 from pathlib import Path
 
@@ -195,7 +196,7 @@ async def test_commands_run_as_an_unprivileged_host_uid(
     ]
     workspace = Path(limited_server.data_dir) / "threads" / tid / "user-data" / "workspace"
     for name in ("mine.txt", "theirs.txt"):
-        info = (workspace / name).stat()
+        info = os.stat(workspace / name)
         assert (info.st_uid, info.st_gid) == (host_uid(), host_uid())
     assert host_uid() != 0
 
@@ -227,3 +228,47 @@ async def test_escapes_blocked(
     assert await tool_calls(lg, stub, key, call("bash", command=command)) == [
         ("bash", "success", expected)
     ]
+
+
+async def test_handing_files_over_never_follows_a_link(
+    lg: LangGraphClient, stub: StubServerThread, key: str, limited_server: LiveServer
+) -> None:
+    """Before each command the server (root) gives the thread's files to the sandbox's uid:
+    links planted by a command must not turn that into a chown of a host file."""
+    stub.add_script(
+        key,
+        [
+            {
+                "tool_calls": [
+                    call(
+                        "bash",
+                        command="ln -s /etc/hostname file-link; ln -s /etc dir-link; "
+                        "ln /usr/bin/env hard-link",
+                    )
+                ]
+            },
+            {"tool_calls": [call("write_file", path=f"{WS}/new.txt", content="x\n")]},
+            {"tool_calls": [call("bash", command="ls")]},
+            {"content": "done"},
+        ],
+    )
+    tid = (await lg.threads.create())["thread_id"]
+
+    results = await tool_calls_in(lg, tid, key)
+
+    assert results == [
+        (
+            "bash",
+            "success",
+            "ln: failed to create hard link 'hard-link' => '/usr/bin/env': "
+            "Invalid cross-device link\n[exit code 1]",
+        ),
+        ("write_file", "success", f"Wrote 2 characters to {WS}/new.txt"),
+        ("bash", "success", "dir-link\nfile-link\nnew.txt\n"),
+    ]
+    for host in ("/etc/hostname", "/etc", "/etc/passwd", "/usr/bin/env"):
+        info = os.stat(host)
+        assert (info.st_uid, info.st_gid) == (0, 0), host
+    workspace = Path(limited_server.data_dir) / "threads" / tid / "user-data" / "workspace"
+    assert os.stat(workspace / "new.txt").st_uid == host_uid()
+    assert os.lstat(workspace / "file-link").st_uid == host_uid()

@@ -99,9 +99,14 @@ class _Walk:
         return subdirs
 
     def _own(self, info: os.stat_result, name: str | None, dir_fd: int) -> None:
-        """Give the entry ``name`` of ``dir_fd`` (``dir_fd`` itself for None) to the owner."""
+        """Give the entry ``name`` of ``dir_fd`` (``dir_fd`` itself for None) to the owner.
+
+        Never through a link: symbolic links are changed themselves, and a file with more
+        than one hard link is left as it is (its other name may be outside the thread)."""
         owner = self.owner
         if owner is None or (info.st_uid, info.st_gid) == (owner, owner):
+            return
+        if not stat.S_ISDIR(info.st_mode) and info.st_nlink > 1:
             return
         with contextlib.suppress(FileNotFoundError):
             if name is None:
