@@ -226,7 +226,7 @@ def search_tools(provider: SandboxProvider) -> list[BaseTool]:
 
         Args:
             description: Explain why you are searching, in a few words. ALWAYS PROVIDE THIS PARAMETER FIRST.
-            pattern: The regular expression (or, with literal, the plain text) to search for.
+            pattern: The regular expression (RE2 syntax: no back-references or look-around; or, with literal, the plain text) to search for.
             path: The **absolute** file or root directory to search.
             glob: Optional filter on the files searched, e.g. `*.py` (matched against file names) or `src/**/*.ts` (matched against paths relative to the root).
             literal: Whether to treat the pattern as plain text instead of a regular expression. Defaults to false.
