@@ -55,9 +55,9 @@ def pytest_configure(config: pytest.Config) -> None:
 
     def getbasetemp(self: TempPathFactory) -> Path:
         base = get_base(self)
-        for directory in (base, base.parent):
-            if directory.name.startswith(("run", "popen-gw", "fawn-tests-")):
-                _searchable(directory)
+        _searchable(base)
+        if base.name.startswith("popen-gw"):  # an xdist worker's, below the run's
+            _searchable(base.parent)
         return base
 
     def mktemp(self: TempPathFactory, basename: str, numbered: bool = True) -> Path:
