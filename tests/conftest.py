@@ -6,12 +6,17 @@ isolate themselves with their own threads and unique script keys.
 
 from __future__ import annotations
 
+import os
+import shutil
+import stat
+import tempfile
 import uuid
 from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from _pytest.tmpdir import TempPathFactory
 from langgraph_sdk import get_client
 from langgraph_sdk.client import LangGraphClient
 
@@ -20,6 +25,52 @@ from tests.support.openai_stub import StubServerThread, run_in_thread
 from tests.support.pg import create_database, drop_database
 
 BACKENDS = ["sqlite", "postgres"]
+
+
+# Run as root, the server runs sandboxed commands as an unprivileged uid, and bubblewrap
+# resolves the thread's directories by path as that uid: every directory above a data
+# directory must be searchable by others. pytest makes its temporary directories 0700 (and
+# resets /tmp/pytest-of-root to 0700 whenever a session starts, so shared by concurrent
+# sessions it cannot be relied on): under root the tests get a private base directory, and
+# the directories pytest makes there get the search bit (never the read bit).
+_PRIVATE_BASETEMP = "fawn_private_basetemp"
+
+
+def _searchable(path: Path) -> Path:
+    mode = path.stat().st_mode
+    if not mode & stat.S_IXOTH:
+        path.chmod(stat.S_IMODE(mode) | stat.S_IXOTH)
+    return path
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if os.geteuid() != 0:
+        return
+    if config.option.basetemp is None and not hasattr(config, "workerinput"):
+        base = Path(tempfile.mkdtemp(prefix="fawn-tests-"))
+        _searchable(base)
+        config.option.basetemp = str(base / "run")
+        setattr(config, _PRIVATE_BASETEMP, base)
+    get_base, make_temp = TempPathFactory.getbasetemp, TempPathFactory.mktemp
+
+    def getbasetemp(self: TempPathFactory) -> Path:
+        base = get_base(self)
+        _searchable(base)
+        if base.name.startswith("popen-gw"):  # an xdist worker's, below the run's
+            _searchable(base.parent)
+        return base
+
+    def mktemp(self: TempPathFactory, basename: str, numbered: bool = True) -> Path:
+        return _searchable(make_temp(self, basename, numbered))
+
+    TempPathFactory.getbasetemp = getbasetemp  # type: ignore[method-assign]
+    TempPathFactory.mktemp = mktemp  # type: ignore[method-assign]
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    base = getattr(config, _PRIVATE_BASETEMP, None)
+    if base is not None:
+        shutil.rmtree(base, ignore_errors=True)
 
 
 @pytest.fixture(scope="session")

@@ -21,6 +21,7 @@ from fawn.config import (
     ConfigError,
     DatabaseSettings,
     ModelSettings,
+    SandboxSettings,
     ServerSettings,
     find_config_path,
     load_config,
@@ -188,6 +189,12 @@ def test_unknown_top_level_section_is_an_error_naming_it() -> None:
             "agent.loop_warn_after",
         ),
         ({"models": {"name": "m"}}, "invalid config: models: Input should be a valid list"),
+        (
+            {"sandbox": {"run_as_uid": 0, "limits": {"processes": 1, "bogus": 1}}},
+            "invalid config: sandbox.run_as_uid: Input should be greater than or equal to 1; "
+            "sandbox.limits.processes: Input should be greater than or equal to 4; "
+            "sandbox.limits.bogus: Extra inputs are not permitted",
+        ),
     ],
 )
 def test_invalid_values_are_errors_naming_the_field(raw: dict[str, Any], message: str) -> None:
@@ -264,6 +271,8 @@ models:
 def test_shipped_example_config_is_valid() -> None:
     config = load_config(REPO / "config.example.yaml", {"OPENAI_API_KEY": "sk-test"})
     assert config.server == ServerSettings()
+    # The example documents the sandbox's defaults, as they are.
+    assert config.sandbox == SandboxSettings()
     assert [m.name for m in config.models] == ["gpt-4o-mini"]
     assert config.models[0].api_key == "sk-test"
 

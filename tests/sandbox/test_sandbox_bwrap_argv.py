@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 from fawn.sandbox.bwrap import (
@@ -10,6 +11,7 @@ from fawn.sandbox.bwrap import (
     SANDBOX_PASSWD,
     Bind,
     BwrapSpec,
+    Rlimits,
     Symlink,
     build_argv,
     host_system_layout,
@@ -50,11 +52,12 @@ def test_argv_without_network() -> None:
         "/usr/bin/bwrap",
         "--unshare-all",
         *("--unshare-user", "--uid", "1000", "--gid", "1000", "--hostname", "sandbox"),
-        *("--cap-drop", "ALL", "--die-with-parent", "--new-session"),
+        *("--cap-drop", "ALL", "--disable-userns", "--die-with-parent", "--new-session"),
         *("--ro-bind", "/usr", "/usr", "--symlink", "usr/bin", "/bin", "--ro-bind", "/lib", "/lib"),
         *ETC_BINDS,
         *("--ro-bind-data", "5", "/etc/passwd", "--ro-bind-data", "6", "/etc/group"),
-        *("--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"),
+        *("--proc", "/proc", "--dev", "/dev", "--tmpfs", "/dev/shm", "--remount-ro", "/dev"),
+        *("--tmpfs", "/tmp"),
         *("--bind", "/data/t/workspace", "/mnt/user-data/workspace"),
         *("--ro-bind-try", "/skills", "/mnt/skills"),
         *("--remount-ro", "/", "--chdir", "/mnt/user-data/workspace", "--clearenv"),
@@ -122,3 +125,40 @@ def test_split_usr_layout(tmp_path: Path) -> None:
         Bind("/lib", "/lib"),
         Symlink("/lib", "/lib64"),
     )
+
+
+def test_argv_hardened() -> None:
+    """The seccomp descriptor, the tmpfs sizes and prlimit's limits, in their places."""
+    hardened = dataclasses.replace(
+        spec(network=False),
+        seccomp_fd=9,
+        rlimits=Rlimits(
+            address_space=1 << 30,
+            processes=64,
+            cpu_seconds=10,
+            file_size=1 << 20,
+            open_files=256,
+        ),
+        prlimit="/usr/bin/prlimit",
+        tmp_bytes=1 << 24,
+    )
+    argv = build_argv(hardened, "true")
+    assert argv[:16] == [
+        "/usr/bin/bwrap",
+        "--unshare-all",
+        *("--unshare-user", "--uid", "1000", "--gid", "1000", "--hostname", "sandbox"),
+        *("--cap-drop", "ALL", "--disable-userns", "--die-with-parent", "--new-session"),
+        *("--seccomp", "9"),
+    ]
+    devices = argv.index("--dev")
+    assert argv[devices : devices + 12] == [
+        *("--dev", "/dev", "--size", "16777216", "--tmpfs", "/dev/shm", "--remount-ro", "/dev"),
+        *("--size", "16777216", "--tmpfs", "/tmp"),
+    ]
+    assert argv[argv.index("--") :] == [
+        "--",
+        "/usr/bin/prlimit",
+        *("--as=1073741824", "--nproc=64", "--cpu=10:11", "--fsize=1048576"),
+        *("--nofile=256", "--core=0", "--"),
+        *("/bin/sh", "-c", "true"),
+    ]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import shutil
 import socket
 import time
@@ -11,7 +12,14 @@ from pathlib import Path
 
 import pytest
 
-from fawn.sandbox import TIMEOUT_EXIT_CODE, CommandResult, LocalSandbox
+from fawn.config.settings import SandboxSettings
+from fawn.sandbox import (
+    TIMEOUT_EXIT_CODE,
+    CommandResult,
+    LocalSandbox,
+    LocalSandboxProvider,
+    SandboxUnavailable,
+)
 from fawn.sandbox.bwrap import ETC_ALLOWLIST, host_system_layout
 from fawn.sandbox.capture import truncation_marker
 from tests.sandbox.sandbox_helpers import (
@@ -308,3 +316,23 @@ async def test_commands_run_concurrently(sandbox: LocalSandbox) -> None:
     results = await asyncio.gather(*(sandbox.execute(f"sleep 0.5; echo {i}") for i in range(4)))
     assert results == [ok(f"{i}\n") for i in range(4)]
     assert time.monotonic() - started < 1.5
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="the uid switch happens only for a root server")
+async def test_a_data_dir_the_sandbox_uid_cannot_reach_is_refused_clearly(
+    tmp_path: Path,
+) -> None:
+    """Commands run as ``sandbox.run_as_uid``; bubblewrap reaches the thread's directories
+    by path as that uid. Above a private (0700) directory it cannot: ``bash`` refuses,
+    naming no host path, rather than running anything."""
+    private = tmp_path / "private"
+    private.mkdir(mode=0o700)
+    provider = LocalSandboxProvider(private / "data", SandboxSettings())
+    sandbox = await provider.acquire("t")
+    with pytest.raises(SandboxUnavailable) as caught:
+        await sandbox.execute("true")
+    assert str(caught.value) == (
+        "the sandbox's uid (64000) cannot reach the thread's files: a directory above the "
+        "server's data or skills directory is not searchable by other users (the server's "
+        "log names it); the operator must make it searchable or move the data directory"
+    )

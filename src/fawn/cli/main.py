@@ -94,7 +94,6 @@ def _bind(host: str, port: int) -> socket.socket:
             ) from None
         raise SystemExit(f"fawn: cannot bind {host}:{port}: {exc.strerror}") from None
     sock.listen(2048)
-    sock.set_inheritable(True)
     return sock
 
 

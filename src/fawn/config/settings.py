@@ -67,6 +67,19 @@ class StreamSettings(_Section):
     publish_retry_seconds: float = Field(default=30.0, ge=0)
 
 
+class SandboxLimits(_Section):
+    """What one sandboxed command may use (see README, "Security model")."""
+
+    memory_mib: int = Field(default=2048, ge=16)  # address space per process (RLIMIT_AS)
+    processes: int = Field(default=256, ge=4)  # processes per command (RLIMIT_NPROC)
+    cpu_seconds: int = Field(default=300, ge=1)  # CPU time per process (RLIMIT_CPU)
+    file_size_mib: int = Field(default=1024, ge=1)  # largest file written (RLIMIT_FSIZE)
+    open_files: int = Field(default=1024, ge=64)  # descriptors per process (RLIMIT_NOFILE)
+    tmp_mib: int = Field(default=256, ge=1)  # size of /tmp and of /dev/shm (tmpfs, RAM)
+    disk_quota_mib: int = Field(default=4096, ge=1)  # a thread's files, all mounts together
+    max_concurrent: int = Field(default=8, ge=1)  # commands running at once, server-wide
+
+
 class SandboxSettings(_Section):
     allow_host_bash: bool = False
     allow_network: bool = False
@@ -74,6 +87,11 @@ class SandboxSettings(_Section):
     max_output_chars: int = Field(default=20_000, ge=200)
     skills_dir: Path | None = None
     bwrap_path: str = "bwrap"
+    # The host uid and gid sandboxed commands run as when the server runs as root (the
+    # kernel neither limits processes nor separates keyrings for uid 0). Reserve it: no
+    # other account or file on the host should use it.
+    run_as_uid: int = Field(default=64_000, ge=1, lt=2**32 - 1)
+    limits: SandboxLimits = SandboxLimits()
 
 
 class ModelSettings(BaseModel):

@@ -15,7 +15,12 @@ What the command gets:
 * the thread's mounts (:class:`Bind`), with every other path read-only (``--remount-ro /``);
 * new user, PID, IPC, UTS, cgroup and network namespaces (the network is shared only when
   asked), an unprivileged uid with no capabilities, a new session, death with its parent,
-  and an environment reduced to a few fixed variables.
+  and an environment reduced to a few fixed variables;
+* no further user namespace (``--disable-userns``), the seccomp filter of
+  :mod:`fawn.sandbox.seccomp` (``--seccomp FD``), size-capped ``/tmp`` and ``/dev/shm``,
+  and resource limits set by ``prlimit`` (from util-linux) before the shell starts: the
+  limits are taken inside the sandbox's own user namespace, so the process count is the
+  command's own, not the host uid's.
 """
 
 from __future__ import annotations
@@ -75,6 +80,33 @@ class Bind:
 
 
 @dataclass(frozen=True)
+class Rlimits:
+    """Per-process resource limits, soft and hard alike (the command cannot raise them).
+
+    CPU time gets one second more of hard limit, so that the command first receives
+    ``SIGXCPU`` (which says why) rather than a bare ``SIGKILL``.
+    """
+
+    address_space: int
+    processes: int
+    cpu_seconds: int
+    file_size: int
+    open_files: int
+
+    def args(self, prlimit: str) -> list[str]:
+        return [
+            prlimit,
+            f"--as={self.address_space}",
+            f"--nproc={self.processes}",
+            f"--cpu={self.cpu_seconds}:{self.cpu_seconds + 1}",
+            f"--fsize={self.file_size}",
+            f"--nofile={self.open_files}",
+            "--core=0",
+            "--",
+        ]
+
+
+@dataclass(frozen=True)
 class Symlink:
     """A symlink ``path -> target`` created inside the sandbox (``/bin -> usr/bin``)."""
 
@@ -97,6 +129,13 @@ class BwrapSpec:
     network: bool = False
     # Files whose content bwrap reads from an inherited descriptor: (fd, path in sandbox).
     data_files: tuple[tuple[int, str], ...] = ()
+    # The compiled seccomp filter, readable from this inherited descriptor.
+    seccomp_fd: int | None = None
+    # Limits applied by ``prlimit`` (its path inside the sandbox) before the shell starts.
+    rlimits: Rlimits | None = None
+    prlimit: str = "/usr/bin/prlimit"
+    # Size of the /tmp and /dev/shm tmpfs, in bytes (None: the kernel's default, half the RAM).
+    tmp_bytes: int | None = None
 
 
 def host_system_layout(root: str = "/") -> tuple[Bind | Symlink, ...]:
@@ -134,9 +173,12 @@ def build_argv(spec: BwrapSpec, command: str) -> list[str]:
         "sandbox",
         "--cap-drop",
         "ALL",
+        "--disable-userns",
         "--die-with-parent",
         "--new-session",
     ]
+    if spec.seccomp_fd is not None:
+        argv += ["--seccomp", str(spec.seccomp_fd)]
     for entry in spec.system:
         argv += entry.args()
     etc = ETC_ALLOWLIST + (ETC_NETWORK_ALLOWLIST if spec.network else ())
@@ -144,11 +186,17 @@ def build_argv(spec: BwrapSpec, command: str) -> list[str]:
         argv += Bind(path, path, optional=True).args()
     for fd, dest in spec.data_files:
         argv += ["--ro-bind-data", str(fd), dest]
-    argv += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"]
+    size = ["--size", str(spec.tmp_bytes)] if spec.tmp_bytes is not None else []
+    argv += ["--proc", "/proc", "--dev", "/dev", *size, "--tmpfs", "/dev/shm"]
+    # /dev itself is a tmpfs the command could fill; only /dev/shm (capped) stays writable.
+    argv += ["--remount-ro", "/dev", *size, "--tmpfs", "/tmp"]
     for mount in spec.mounts:
         argv += mount.args()
     argv += ["--remount-ro", "/", "--chdir", spec.cwd, "--clearenv"]
     for name, value in spec.env.items():
         argv += ["--setenv", name, value]
-    argv += ["--", "/bin/sh", "-c", command]
+    argv.append("--")
+    if spec.rlimits is not None:
+        argv += spec.rlimits.args(spec.prlimit)
+    argv += ["/bin/sh", "-c", command]
     return argv

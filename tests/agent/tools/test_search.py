@@ -124,8 +124,28 @@ async def test_grep_a_single_file(tree: ToolBench) -> None:
 async def test_grep_invalid_regex_is_a_clear_error(tree: ToolBench) -> None:
     error = await tree.error("grep", description="d", pattern="print(", path=WS)
     assert isinstance(error, InvalidToolInput)
-    assert str(error).startswith("invalid regular expression 'print(': missing ), unterminated")
-    assert "set literal to true" in str(error)
+    assert str(error) == (
+        "invalid regular expression 'print(': missing ): print( (patterns run on RE2: no "
+        "back-references or look-around). Fix it, or set literal to true to search for the "
+        "text exactly as written"
+    )
+
+
+async def test_grep_literal_text_with_every_special_character(tree: ToolBench) -> None:
+    text = "a (b) [c] {d} *e+ ?f | ^g$ \\h. #i ~j &k -l"
+    (tree.workspace() / "special.txt").write_text(f"before\n{text}\nafter\n")
+    found = await tree.text(
+        "grep", description="d", pattern=text, path=f"{WS}/special.txt", literal=True
+    )
+    assert found == f"{WS}/special.txt:2: {text}"
+
+
+async def test_grep_back_references_are_refused_clearly(tree: ToolBench) -> None:
+    error = await tree.error("grep", description="d", pattern="(a)\\1", path=WS)
+    assert isinstance(error, InvalidToolInput)
+    assert str(error).startswith(
+        "invalid regular expression '(a)\\\\1': invalid escape sequence: \\1 (patterns run on RE2"
+    )
 
 
 async def test_grep_caps_matches(bench: ToolBench) -> None:

@@ -1,18 +1,61 @@
-"""Glob patterns (``*``, ``?``, ``[...]``, ``**``) matched against '/'-separated paths.
+"""Patterns the model writes, compiled for a linear-time engine (RE2).
 
+Glob patterns (``*``, ``?``, ``[...]``, ``**``) are matched against '/'-separated paths:
 ``fnmatch`` lets ``*`` cross directories and ``pathlib`` globbing walks the disk itself
 (following symlinks on Python 3.11), so the search tools compile patterns here and match
 them against the paths of their own, link-safe walk.
+
+Every pattern — a glob translated to a regular expression, or ``grep``'s own — runs on RE2
+(``google-re2``), whose matching time grows linearly with the text whatever the pattern:
+Python's backtracking ``re`` would take exponential time on ``(a+)+$`` or on ten ``**/``
+against a deep path, holding the interpreter meanwhile. RE2 refuses what it cannot do in
+linear time (back-references, look-around), which the tool reports as invalid.
 """
 
 from __future__ import annotations
 
 import re
+from typing import Protocol
+
+import re2  # type: ignore[import-untyped]
 
 from fawn.agent.tools.errors import InvalidToolInput
 
+# RE2's memory budget for one compiled pattern (its default is 8 MiB).
+_MAX_MEM = 32 * 1024 * 1024
 
-def compile_glob(pattern: str) -> re.Pattern[str]:
+
+class Matcher(Protocol):
+    """A compiled pattern (the part of RE2's ``_Regexp`` the tools use)."""
+
+    def search(self, text: str) -> object | None: ...
+
+    def fullmatch(self, text: str) -> object | None: ...
+
+
+class PatternError(Exception):
+    """RE2 refused the pattern; the message says why."""
+
+
+def compile_linear(pattern: str, *, case_sensitive: bool = True, literal: bool = False) -> Matcher:
+    """``pattern`` (RE2 syntax, or plain text with ``literal``) compiled by RE2; raises
+    :class:`PatternError`."""
+    options = re2.Options()
+    options.log_errors = False
+    options.literal = literal
+    options.case_sensitive = case_sensitive
+    options.max_mem = _MAX_MEM
+    try:
+        compiled: Matcher = re2.compile(pattern, options=options)
+    except re2.error as error:
+        reason = error.args[0] if error.args else "invalid pattern"
+        if isinstance(reason, bytes):
+            reason = reason.decode("utf-8", "replace")
+        raise PatternError(str(reason)) from None
+    return compiled
+
+
+def compile_glob(pattern: str) -> Matcher:
     """A regex matching the relative paths ``pattern`` selects.
 
     ``*`` and ``?`` stay within one path component; ``**`` as a whole component spans any
@@ -25,6 +68,10 @@ def compile_glob(pattern: str) -> re.Pattern[str]:
     parts = pattern.split("/")
     if ".." in parts:
         raise InvalidToolInput(f"glob pattern {pattern!r} must not contain '..'")
+    # ``**/**`` selects what ``**`` does: keep one.
+    parts = [
+        part for i, part in enumerate(parts) if not (part == "**" and parts[i - 1 : i] == ["**"])
+    ]
     regex: list[str] = []
     for index, part in enumerate(parts):
         last = index == len(parts) - 1
@@ -33,8 +80,8 @@ def compile_glob(pattern: str) -> re.Pattern[str]:
         else:
             regex.append(_component(part) + ("" if last else "/"))
     try:
-        return re.compile("".join(regex))
-    except re.error as error:
+        return compile_linear("".join(regex))
+    except PatternError as error:
         raise InvalidToolInput(f"invalid glob pattern {pattern!r}: {error}") from None
 
 

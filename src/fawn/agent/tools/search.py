@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
-import re
+import time
 from collections.abc import Generator, Iterator
 
 from langchain_core.tools import BaseTool, tool
@@ -28,7 +28,7 @@ from fawn.agent.tools.hostfs import (
     walk,
 )
 from fawn.agent.tools.names import GLOB, GREP
-from fawn.agent.tools.patterns import compile_glob
+from fawn.agent.tools.patterns import Matcher, PatternError, compile_glob, compile_linear
 from fawn.sandbox import PathPolicy, SandboxProvider
 
 GLOB_MAX_RESULTS = 200
@@ -36,6 +36,8 @@ GREP_MAX_MATCHES = 100
 #: Entries a search looks at before it stops (and says so).
 SEARCH_MAX_ENTRIES = 50_000
 SEARCH_MAX_DEPTH = 64
+#: Seconds a search may take before it stops (and says so).
+SEARCH_TIME_LIMIT = 30.0
 #: Files larger than this are skipped by ``grep`` when walking a directory.
 GREP_MAX_FILE_BYTES = 4 * 1024 * 1024
 GREP_MAX_LINE_CHARS = 300
@@ -52,6 +54,8 @@ class _Scan:
         self._prune = NOISY_DIRECTORIES - keep
         self._root = open_directory(target, policy)
         self.exhausted = True
+        self.out_of_time = False
+        self._deadline = time.monotonic() + SEARCH_TIME_LIMIT
 
     def __enter__(self) -> _Scan:
         return self
@@ -67,9 +71,14 @@ class _Scan:
                 if count > SEARCH_MAX_ENTRIES:
                     self.exhausted = False
                     return
+                if time.monotonic() > self._deadline:
+                    self.out_of_time = True
+                    return
                 yield entry
 
     def notes(self) -> list[str]:
+        if self.out_of_time:
+            return [f"[search stopped after {SEARCH_TIME_LIMIT:g} s; search a narrower path]"]
         if self.exhausted:
             return []
         return [f"[search stopped after {SEARCH_MAX_ENTRIES} entries; search a narrower path]"]
@@ -99,20 +108,20 @@ def find_paths(policy: PathPolicy, pattern: str, path: str) -> str:
     return "\n".join([*lines, *scan.notes()])
 
 
-def _compile_search(pattern: str, literal: bool, case_sensitive: bool) -> re.Pattern[str]:
+def _compile_search(pattern: str, literal: bool, case_sensitive: bool) -> Matcher:
     if not pattern:
         raise InvalidToolInput("pattern is empty; give the text or regular expression to find")
-    flags = 0 if case_sensitive else re.IGNORECASE
     try:
-        return re.compile(re.escape(pattern) if literal else pattern, flags)
-    except re.error as error:
+        return compile_linear(pattern, case_sensitive=case_sensitive, literal=literal)
+    except PatternError as error:
         raise InvalidToolInput(
-            f"invalid regular expression {pattern!r}: {error}. Fix it, or set literal to true "
-            "to search for the text exactly as written"
+            f"invalid regular expression {pattern!r}: {error} (patterns run on RE2: no "
+            "back-references or look-around). Fix it, or set literal to true to search for "
+            "the text exactly as written"
         ) from None
 
 
-def _matching_lines(text: str, regex: re.Pattern[str]) -> Iterator[tuple[int, str]]:
+def _matching_lines(text: str, regex: Matcher) -> Iterator[tuple[int, str]]:
     for number, line in enumerate(text.split("\n"), start=1):
         if regex.search(line):
             line = line.rstrip("\r")
@@ -128,7 +137,7 @@ class _Matches:
         self.lines: list[str] = []
         self.truncated = False  # a match was left out
 
-    def add(self, virtual: str, text: str, regex: re.Pattern[str]) -> None:
+    def add(self, virtual: str, text: str, regex: Matcher) -> None:
         for number, line in _matching_lines(text, regex):
             if len(self.lines) == GREP_MAX_MATCHES:
                 self.truncated = True
@@ -217,7 +226,7 @@ def search_tools(provider: SandboxProvider) -> list[BaseTool]:
 
         Args:
             description: Explain why you are searching, in a few words. ALWAYS PROVIDE THIS PARAMETER FIRST.
-            pattern: The regular expression (or, with literal, the plain text) to search for.
+            pattern: The regular expression (RE2 syntax: no back-references or look-around; or, with literal, the plain text) to search for.
             path: The **absolute** file or root directory to search.
             glob: Optional filter on the files searched, e.g. `*.py` (matched against file names) or `src/**/*.ts` (matched against paths relative to the root).
             literal: Whether to treat the pattern as plain text instead of a regular expression. Defaults to false.

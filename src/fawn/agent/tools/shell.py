@@ -29,6 +29,7 @@ def bash_tool(provider: SandboxProvider) -> BaseTool:
 
         - The working directory is /mnt/user-data/workspace. Only /mnt/user-data/workspace, /mnt/user-data/uploads and /mnt/user-data/outputs are writable; /mnt/skills is read-only.
         - There is no network access, and a command that runs too long is killed.
+        - Memory, processes, CPU time, file sizes, /tmp and the thread's disk space are limited; a command stopped at a limit ends with a line saying which.
         - Use `python` to run Python code. Put files meant for the user in /mnt/user-data/outputs.
         - Output is capped: redirect long output to a file and read it in parts.
 
