@@ -182,7 +182,7 @@ class ThreadState(AgentState[Any]):
 
 
 # What a client may write to each channel (``None`` is "no change" for the reducer channels).
-_CHANNEL_TYPES: dict[str, TypeAdapter[Any]] = {
+CHANNEL_TYPES: dict[str, TypeAdapter[Any]] = {
     "title": TypeAdapter(str | None),
     "artifacts": TypeAdapter(list[str] | None),
     "todos": TypeAdapter(list[Todo] | None),
@@ -197,7 +197,7 @@ _CHANNEL_TYPES: dict[str, TypeAdapter[Any]] = {
 SERVER_CHANNELS: frozenset[str] = frozenset({"sandbox", "thread_data", "delegations", "read_files"})
 
 #: Channels a client may write through ``threads.update_state``.
-STATE_CHANNELS: frozenset[str] = frozenset({"messages", *_CHANNEL_TYPES})
+STATE_CHANNELS: frozenset[str] = frozenset({"messages", *CHANNEL_TYPES})
 
 
 def validate_update(values: Mapping[str, Any]) -> None:
@@ -221,7 +221,7 @@ def validate_update(values: Mapping[str, Any]) -> None:
             _check_messages(value)
             continue
         try:
-            _CHANNEL_TYPES[channel].validate_python(value, strict=True)
+            CHANNEL_TYPES[channel].validate_python(value, strict=True)
         except ValidationError as exc:
             problems = "; ".join(
                 f"{'.'.join(str(p) for p in (channel, *err['loc']))}: {err['msg']}"

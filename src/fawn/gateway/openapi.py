@@ -22,7 +22,9 @@ from pydantic import BaseModel, ConfigDict
 from starlette.routing import compile_path
 
 from fawn.agent.context import ReasoningEffort
-from fawn.agent.state import STATE_CHANNELS
+from fawn.agent.state import CHANNEL_TYPES, STATE_CHANNELS
+from fawn.gateway.auth.paths import AUTH_PREFIX, is_public
+from fawn.runs.spec import MAX_CONCURRENT_SUBAGENTS
 
 
 class ErrorBody(BaseModel):
@@ -37,13 +39,17 @@ class ErrorBody(BaseModel):
 
 _DESCRIPTIONS = {
     400: "Bad request: unknown Host, invalid stream cursor, or a model that is not configured",
-    403: "Forbidden: a cross-site form request, or a path outside the thread's files",
+    401: "Not authenticated (a server with auth on): no valid credential",
+    403: "Forbidden: a cross-site request, a missing CSRF token, a path outside the thread's "
+    "files, or an action the caller's role or policy does not allow",
     404: "Not found",
     409: "Conflict with the current state",
     413: "Request body or upload too large",
     415: "Unsupported media type: request bodies are JSON",
     416: "Range not satisfiable",
     422: "Invalid request: the message names the field",
+    429: "Too many failed sign-in attempts; retry after Retry-After seconds",
+    502: "The identity provider failed the sign-in",
     503: "A backend (database, stream) is unavailable; retry after Retry-After seconds",
 }
 
@@ -73,6 +79,13 @@ def error_responses(method: str, path: str) -> dict[str, Any]:
     statuses = {400, 422, *_ROUTE_ERRORS.get((method, path), ())}
     if method in _UNSAFE:
         statuses |= {403, 413, 415}
+    if not is_public(path):
+        statuses |= {401, 403}
+    if path.startswith(AUTH_PREFIX):
+        # 404: the route belongs to another auth.mode than the server's
+        statuses |= {404, 409, 429}
+        if path.startswith((f"{AUTH_PREFIX}/oauth/", f"{AUTH_PREFIX}/callback/")):
+            statuses.add(502)
     if "{" in path:
         statuses.add(404)
     if path.startswith(_STATEFUL_PREFIXES):
@@ -149,6 +162,8 @@ def _storable(schema: Any) -> Any:
     narrowed.update({k: v for k, v in notes.items() if k in ("default", "examples")})
     if rules.get("type") == "string" and not rules.keys() & {"pattern", "enum", "const", "format"}:
         narrowed["pattern"] = _TEXT_PATTERN
+    if rules.get("type") in ("integer", "number"):
+        narrowed = {**_SAFE_RANGE, **narrowed}
     if rules.get("type") == "object" and "propertyNames" not in rules:
         narrowed["propertyNames"] = {"pattern": _TEXT_PATTERN}
     if rules.get("additionalProperties") is True:  # a model taking extra keys
@@ -226,8 +241,8 @@ def _name_nodes(app: FastAPI, schemas: dict[str, Any]) -> None:
     models = [m.name for m in services.config.models]
     channels = {
         "type": "object",
-        "propertyNames": {"enum": sorted(STATE_CHANNELS)},
-        "additionalProperties": _JSON_VALUE_REF,
+        "properties": {name: _channel_schema(name, schemas) for name in sorted(STATE_CHANNELS)},
+        "additionalProperties": False,
     }
     for name in ("StateUpdate", "SuperstepUpdate"):
         _narrow(schemas, name, "as_node", nodes)
@@ -245,6 +260,19 @@ def _name_nodes(app: FastAPI, schemas: dict[str, Any]) -> None:
             "additionalProperties": _JSON_VALUE_REF,
         }
         _narrow(schemas, name, "config", config)
+
+
+def _channel_schema(name: str, schemas: dict[str, Any]) -> dict[str, Any]:
+    """What a client may write to channel ``name`` (``validate_update`` checks the same); its
+    models join the document's components."""
+    adapter = CHANNEL_TYPES.get(name)
+    if adapter is None:  # messages: anything add_messages takes
+        return _JSON_VALUE_REF
+    schema = adapter.json_schema(ref_template="#/components/schemas/{model}")
+    for model, definition in schema.pop("$defs", {}).items():
+        schemas.setdefault(model, _storable(definition))
+    narrowed: dict[str, Any] = _storable(schema)
+    return narrowed
 
 
 def _narrow(schemas: dict[str, Any], model: str, field: str, schema: dict[str, Any]) -> None:
@@ -272,8 +300,10 @@ def _run_options(models: list[str]) -> dict[str, Any]:
                 {"type": "string", "enum": list(get_args(ReasoningEffort))}
             ),
             "is_plan_mode": nullable({"type": "boolean"}),
-            "subagent_enabled": nullable({"const": False}),
-            "max_concurrent_subagents": nullable({"type": "integer", "minimum": 1, "maximum": 16}),
+            "subagent_enabled": nullable({"type": "boolean"}),
+            "max_concurrent_subagents": nullable(
+                {"type": "integer", "minimum": 1, "maximum": MAX_CONCURRENT_SUBAGENTS}
+            ),
             "agent_name": nullable({"const": "lead_agent"}),
             # the server sets these itself: a client's values are dropped
             **dict.fromkeys(("thread_id", "run_id", "user_id"), _JSON_VALUE_REF),

@@ -15,48 +15,10 @@ from fawn.gateway.auth.credentials import cookies_of, credentials_of, headers_of
 from fawn.gateway.auth.csrf import UNSAFE_METHODS, check_double_submit, check_origin
 from fawn.gateway.auth.errors import AuthError, NotAuthenticated
 from fawn.gateway.auth.langgraph_auth import BodyTee
+from fawn.gateway.auth.paths import SIGN_IN_PATHS, is_public
 from fawn.gateway.auth.principal import ANONYMOUS, SINGLE_USER, Principal
 from fawn.gateway.auth.service import AuthService
 from fawn.gateway.errors import error_response
-
-AUTH_PREFIX = "/api/v1/auth"
-
-#: Reachable without a credential (a credential, when valid, is still recognised).
-PUBLIC_PATHS = frozenset(
-    {
-        "/",
-        "/ok",
-        "/info",
-        "/openapi.json",
-        "/docs",
-        "/docs/oauth2-redirect",
-        "/redoc",
-        "/favicon.ico",
-        f"{AUTH_PREFIX}/setup-status",
-        f"{AUTH_PREFIX}/providers",
-        f"{AUTH_PREFIX}/login/local",
-        f"{AUTH_PREFIX}/register",
-        f"{AUTH_PREFIX}/initialize",
-        f"{AUTH_PREFIX}/logout",
-    }
-)
-PUBLIC_PREFIXES = (f"{AUTH_PREFIX}/oauth/", f"{AUTH_PREFIX}/callback/", "/_ui/")
-
-#: Sign-in routes: no CSRF token yet (the page has none before signing in), so a foreign
-#: Origin is refused instead. Sign-out is here too: DeerFlow's web app sends no token with it.
-SIGN_IN_PATHS = frozenset(
-    {
-        f"{AUTH_PREFIX}/login/local",
-        f"{AUTH_PREFIX}/register",
-        f"{AUTH_PREFIX}/initialize",
-        f"{AUTH_PREFIX}/logout",
-    }
-)
-
-
-def is_public(path: str) -> bool:
-    stripped = path.rstrip("/") or "/"
-    return stripped in PUBLIC_PATHS or path.startswith(PUBLIC_PREFIXES)
 
 
 def own_origins(scope: Scope, headers: dict[str, str]) -> list[str]:

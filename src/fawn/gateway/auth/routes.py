@@ -109,8 +109,8 @@ async def register(body: Credentials, request: Request, auth: AuthDep) -> Respon
 async def login_local(
     request: Request,
     auth: AuthDep,
-    username: Annotated[str, Form(description="the account's email")],
-    password: Annotated[str, Form()],
+    username: Annotated[str, Form(min_length=1, description="the account's email")],
+    password: Annotated[str, Form(min_length=1)],
     remember_me: Annotated[bool, Form()] = True,
 ) -> Response:
     """Sign in with email (``username``) and password, as an HTML form posts them. The token
