@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import AsyncGenerator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, cast
 
 from langchain_core.runnables import RunnableConfig
@@ -26,6 +26,7 @@ from fawn.runs.local import LocalRun, StopReason
 from fawn.runs.outcome import Outcome, RunError
 from fawn.runs.publisher import RunPublisher
 from fawn.runs.threads import thread_config
+from fawn.runs.workspace import RunEvidence
 
 log = logging.getLogger(__name__)
 
@@ -40,6 +41,8 @@ class RunScope:
     context: RunContext
     usage: UsageLedger
     journal: RunJournal
+    #: the pre-run snapshot and the files the run presents (see ``fawn.runs.workspace``)
+    evidence: RunEvidence = field(default_factory=RunEvidence)
 
     @classmethod
     def of(cls, run: LocalRun, clock: Clock) -> RunScope:
@@ -116,7 +119,7 @@ class GraphExecution:
             },
             "recursion_limit": int(spec.config.get("recursion_limit") or self._recursion_limit),
             "metadata": {**spec.metadata, "run_id": run.run_id, "thread_id": run.thread_id},
-            "callbacks": [scope.usage, scope.journal],
+            "callbacks": [scope.usage, scope.journal, scope.evidence.presented],
             "tags": list(spec.config.get("tags") or []),
         }
 
