@@ -5,6 +5,7 @@ report. Each "run" takes the snapshot before (what a run pays when it starts exe
 changes ``--changed`` files (an edit, a deletion, a creation, ...), then takes the snapshot
 after and computes the changes (what finalization pays). Reported per run: before, after +
 changes, and their sum, p50/p95 over ``--runs`` runs once the stat cache is warm; the
+floor (a bare walk doing one ``lstat`` per entry and nothing else: a run needs two); the
 first (cold) snapshot; a rollback restore of one run; and, for scale, a plain copy of the
 workspace (``shutil.copytree``) measured in the same run. Nothing here asserts.
 
@@ -15,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
 import statistics
 import sys
@@ -50,6 +52,20 @@ def change(root: Path, run: int, count: int) -> None:
             (ws / f"pkg{k:03}" / f"new_{run}.py").write_text(f"NEW = {run}\n")
 
 
+def bare_walk(root: Path) -> int:
+    """The floor of any stat-based snapshot: one ``lstat`` per entry, nothing else."""
+    count = 0
+    stack = [str(root / "workspace"), str(root / "outputs")]
+    while stack:
+        with os.scandir(stack.pop()) as it:
+            for entry in it:
+                entry.stat(follow_symlinks=False)
+                count += 1
+                if entry.is_dir(follow_symlinks=False):
+                    stack.append(entry.path)
+    return count
+
+
 def pct(values: list[float], q: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
@@ -73,6 +89,7 @@ def main() -> None:
         store.snapshot()
         cold = time.perf_counter() - t0
 
+        walks: list[float] = []
         befores: list[float] = []
         afters: list[float] = []
         seen = 0
@@ -87,6 +104,9 @@ def main() -> None:
             changes = store.changes(before, store.snapshot())
             t3 = time.perf_counter()
             befores.append(t1 - t0)
+            t4 = time.perf_counter()
+            bare_walk(root)
+            walks.append(time.perf_counter() - t4)
             afters.append(t3 - t2)
             seen = len(changes.added) + len(changes.modified) + len(changes.deleted)
             if first_before is None:
@@ -115,6 +135,10 @@ def main() -> None:
         "after_and_changes_p50_ms": round(statistics.median(afters) * ms, 2),
         "per_run_p50_ms": round(statistics.median(totals) * ms, 2),
         "per_run_p95_ms": round(pct(totals, 0.95) * ms, 2),
+        "bare_lstat_walk_p50_ms": round(statistics.median(walks) * ms, 2),
+        "per_run_vs_two_bare_walks": round(
+            statistics.median(totals) / (2 * statistics.median(walks)), 2
+        ),
         "restore_one_run_ms": round(restore * ms, 1),
         "restore_entries_touched": touched,
         "copytree_ms": round(copy * ms, 1),

@@ -17,7 +17,6 @@ from tests.evidence.evidence_helpers import (
     OUT,
     WS,
     bash,
-    edit,
     read,
     tree_digest,
     user,
@@ -65,7 +64,7 @@ def file_work(key: str) -> list[dict[str, object]]:
         {"tool_calls": [read(f"{WS}/pkg07/f007.txt")]},
         {
             "tool_calls": [
-                edit(f"{WS}/pkg07/f007.txt", "package 7", "EDITED"),
+                write(f"{WS}/pkg07/f007.txt", "EDITED\n"),
                 bash(f"rm {WS}/pkg42/f042.txt && echo stale > {WS}/node_modules/dep.js"),
                 write(f"{OUT}/new.md", f"# New {key}\n"),
             ]
@@ -91,7 +90,8 @@ async def _start(
     big_workspace(root)
     before = tree_digest(root)
     run = await lg.runs.create(tid, "lead_agent", input=user(key))
-    await wait_until(lambda: changed(root), "the run's three changes")
+    # the thread's first snapshot stores its 10,000 files once: give it time on a busy machine
+    await wait_until(lambda: changed(root), "the run's three changes", seconds=240)
     return tid, str(run["run_id"]), root, before
 
 
@@ -99,6 +99,7 @@ def without_cache(digest: dict[str, tuple[str, str]]) -> dict[str, tuple[str, st
     return {k: v for k, v in digest.items() if not k.startswith("workspace/node_modules/")}
 
 
+@pytest.mark.timeout(600)  # writing 10,000 files and their first snapshot, on a busy machine
 async def test_cancel_rollback_restores_a_10000_file_workspace_byte_for_byte(
     sqlite_server: LiveServer, lg: LangGraphClient, stub: StubServerThread, key: str
 ) -> None:
@@ -117,6 +118,7 @@ async def test_cancel_rollback_restores_a_10000_file_workspace_byte_for_byte(
     assert (await lg.threads.get_state(tid))["values"] == {}
 
 
+@pytest.mark.timeout(600)
 async def test_multitask_rollback_restores_files_before_the_next_run_starts(
     sqlite_server: LiveServer, lg: LangGraphClient, stub: StubServerThread, key: str
 ) -> None:

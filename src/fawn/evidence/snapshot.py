@@ -16,7 +16,6 @@ from __future__ import annotations
 import os
 import stat
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from fawn.evidence.objects import ObjectStore, Tree, TreeEntry
@@ -29,8 +28,16 @@ RACY_NS = 2_000_000_000
 
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 
-#: whether to skip an entry: (relative path of its directory, its name)
-Excluded = Callable[[str, str], bool]
+
+@dataclass(frozen=True)
+class Excluded:
+    """Entries never snapshotted: ``names`` at any depth, ``internal`` at the top only."""
+
+    names: frozenset[str]
+    internal: str | None = None
+
+    def __call__(self, rel: str, name: str) -> bool:
+        return name in self.names or (rel == "" and name == self.internal)
 
 
 @dataclass
@@ -73,31 +80,56 @@ def snapshot_dir(root: str, store: ObjectStore, cache: StatCache, excluded: Excl
 
 def _tree(walk: _Walk, dir_fd: int, rel: str) -> str:
     with os.scandir(dir_fd) as it:
-        names = sorted(e.name for e in it)
+        items = sorted(it, key=_name)
+    old_files, new_files = walk.old.files, walk.new.files
+    names, internal = walk.excluded.names, walk.excluded.internal
+    prefix = f"{rel}/" if rel else ""
     entries: list[TreeEntry] = []
-    for name in names:
-        if walk.excluded(rel, name):
+    for item in items:
+        name = item.name
+        if name in names or (not rel and name == internal):
             continue
-        entry = _entry(walk, dir_fd, rel, name)
+        try:
+            st = item.stat(follow_symlinks=False)  # fstatat on the directory descriptor
+        except FileNotFoundError:
+            continue
+        mode = st.st_mode
+        path = prefix + name
+        if stat.S_ISREG(mode):
+            # the hot path: an unchanged file costs this lstat and a dictionary lookup
+            cached = old_files.get(path)
+            if cached is not None and cached[0] == (
+                st.st_size,
+                st.st_mtime_ns,
+                st.st_ctime_ns,
+                st.st_ino,
+                mode,
+            ):
+                new_files[path] = cached
+                entries.append((name, "f", mode & 0o7777, cached[1], st.st_size))
+                continue
+            entry = _file(walk, dir_fd, path, name, st)
+        else:
+            entry = _other(walk, dir_fd, path, name, st)
         if entry is not None:
             entries.append(entry)
     tree = tuple(entries)
-    cached = walk.old.dirs.get(rel)
-    tree_name = cached[1] if cached is not None and cached[0] == tree else walk.store.put_tree(tree)
+    cached_tree = walk.old.dirs.get(rel)
+    if cached_tree is not None and cached_tree[0] == tree:
+        tree_name = cached_tree[1]
+    else:
+        tree_name = walk.store.put_tree(tree)
     walk.new.dirs[rel] = (tree, tree_name)
     return tree_name
 
 
-def _entry(walk: _Walk, dir_fd: int, rel: str, name: str) -> TreeEntry | None:
-    path = f"{rel}/{name}" if rel else name
-    try:
-        st = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
-    except FileNotFoundError:
-        return None
+def _name(item: os.DirEntry[str]) -> str:
+    return item.name
+
+
+def _other(walk: _Walk, dir_fd: int, path: str, name: str, st: os.stat_result) -> TreeEntry | None:
+    """A symlink (recorded, never followed), a directory (walked), or nothing."""
     mode = st.st_mode
-    perms = stat.S_IMODE(mode)
-    if stat.S_ISREG(mode):
-        return _file(walk, dir_fd, path, name, st)
     if stat.S_ISLNK(mode):
         try:
             target = os.readlink(name, dir_fd=dir_fd)
@@ -110,7 +142,7 @@ def _entry(walk: _Walk, dir_fd: int, rel: str, name: str) -> TreeEntry | None:
         except OSError:  # replaced meanwhile
             return None
         try:
-            return (name, "d", perms, _tree(walk, fd, path), 0)
+            return (name, "d", stat.S_IMODE(mode), _tree(walk, fd, path), 0)
         finally:
             os.close(fd)
     return None  # sockets, FIFOs, devices: not content

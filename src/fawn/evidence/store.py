@@ -25,7 +25,7 @@ from fawn.evidence.changes import ChangeLimits, Changes, describe, new_budget, t
 from fawn.evidence.errors import SnapshotMissing
 from fawn.evidence.objects import ObjectStore
 from fawn.evidence.restore import restore_dir
-from fawn.evidence.snapshot import StatCache, snapshot_dir
+from fawn.evidence.snapshot import Excluded, StatCache, snapshot_dir
 
 #: the snapshotted roots: name → virtual path prefix
 ROOTS = {"workspace": "/mnt/user-data/workspace", "outputs": "/mnt/user-data/outputs"}
@@ -69,17 +69,8 @@ class EvidenceStore:
                 self._states.popitem(last=False)
         return ThreadEvidence(self, user_data, state)
 
-    def excluded(self, root: str) -> ExcludedNames:
-        return ExcludedNames(self._exclude, internal=_INTERNAL if root == "workspace" else None)
-
-
-@dataclass(frozen=True)
-class ExcludedNames:
-    names: frozenset[str]
-    internal: str | None
-
-    def __call__(self, rel: str, name: str) -> bool:
-        return name in self.names or (rel == "" and name == self.internal)
+    def excluded(self, root: str) -> Excluded:
+        return Excluded(self._exclude, internal=_INTERNAL if root == "workspace" else None)
 
 
 class ThreadEvidence:

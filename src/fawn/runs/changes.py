@@ -13,6 +13,7 @@ from fawn.store.runs import ACTIVE
 
 #: the journal entry finalization writes (``fawn.runs.finalization.RecordWorkspaceChanges``)
 CHANGES_KIND = "workspace_changes"
+NOT_RECORDED = "no changes were recorded for this run (it never executed, or it did not finish)"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -44,7 +45,10 @@ class RunChangesQuery:
         journal = await self._runs.journal(thread_id, run_id)
         data: dict[str, Any] = next(
             (e.data for e in reversed(journal) if e.kind == CHANGES_KIND),
-            {"recorded": False, "reason": "no snapshot was taken for this run"},
+            {
+                "recorded": False,
+                "reason": NOT_RECORDED,
+            },
         )
         return RunChanges(
             run_id=run_id,
