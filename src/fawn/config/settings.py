@@ -246,6 +246,17 @@ class RunSettings(_Section):
         return self
 
 
+class CheckpointSettings(_Section):
+    """How the graph's checkpoints are written (``fawn.store.checkpoints``)."""
+
+    #: when a run's steps become durable (LangGraph's ``durability``), unless the run asks:
+    #: ``sync`` (each step is written before the next starts), ``async`` (written while the
+    #: next step runs: a crash may lose the last step), ``exit`` (only when the run ends: a
+    #: crash loses the whole run's progress, and nothing of it is visible until it ends).
+    #: README "Checkpoint durability" says why the default is ``async``.
+    durability: Literal["sync", "async", "exit"] = "async"
+
+
 class EvidenceSettings(_Section):
     """What a run leaves as evidence of its file work (``fawn.evidence``): snapshots of the
     thread's ``workspace/`` and ``outputs/`` before and after it, the changes between them,
@@ -286,7 +297,7 @@ class EvidenceSettings(_Section):
     def _plain_names(cls, value: list[str]) -> list[str]:
         for name in value:
             if not name or "/" in name or name in (".", ".."):
-                raise ValueError(f"evidence.exclude: {name!r} is not a directory name")
+                raise ValueError(f"{name!r} is not a directory name")
         return value
 
 
@@ -468,6 +479,7 @@ class AppConfig(_Section):
     uploads: UploadSettings = UploadSettings()
     runs: RunSettings = RunSettings()
     evidence: EvidenceSettings = EvidenceSettings()
+    checkpoints: CheckpointSettings = CheckpointSettings()
     auth: AuthSettings = AuthSettings()
 
     @model_validator(mode="after")

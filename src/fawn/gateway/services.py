@@ -132,7 +132,12 @@ def build_runs(parts: RunParts) -> tuple[RunService, RunLifecycle]:
         publish_seconds=parts.config.streams.publish_retry_seconds,
     )
     executor = RunExecutor(
-        GraphExecution(parts.agent, renderer, recursion_limit=parts.config.agent.recursion_limit),
+        GraphExecution(
+            parts.agent,
+            renderer,
+            recursion_limit=parts.config.agent.recursion_limit,
+            durability=parts.config.checkpoints.durability,
+        ),
         Finalizer(steps),
         workspace,
         parts.bridge,

@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 from collections.abc import AsyncGenerator
 from dataclasses import dataclass, field
-from typing import Any, cast
+from typing import Any, Literal, cast
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.errors import GraphRecursionError
@@ -29,6 +29,9 @@ from fawn.runs.threads import thread_config
 from fawn.runs.workspace import RunEvidence
 
 log = logging.getLogger(__name__)
+
+#: when the graph's steps become durable (LangGraph's ``durability``)
+Durability = Literal["sync", "async", "exit"]
 
 SHUTDOWN_ERROR = RunError(error="ServerShutdown", message="the server shut down during the run")
 
@@ -72,10 +75,18 @@ def stopped(reason: StopReason) -> Outcome:
 
 
 class GraphExecution:
-    def __init__(self, agent: LeadAgent, renderer: StreamRenderer, *, recursion_limit: int) -> None:
+    def __init__(
+        self,
+        agent: LeadAgent,
+        renderer: StreamRenderer,
+        *,
+        recursion_limit: int,
+        durability: Durability = "async",
+    ) -> None:
         self._agent = agent
         self._renderer = renderer
         self._recursion_limit = recursion_limit
+        self._durability = durability
 
     async def run(self, run: LocalRun, scope: RunScope, publisher: RunPublisher) -> Outcome:
         """Stream the graph for ``run`` and read how it ended. Cancellation (a stop request)
@@ -87,9 +98,7 @@ class GraphExecution:
             started["user_id"] = scope.context.user_id
         scope.journal.note("run_started", started)
         translator = self._renderer.translator(spec)
-        extra: dict[str, Any] = {}
-        if spec.durability is not None:
-            extra["durability"] = spec.durability
+        extra: dict[str, Any] = {"durability": spec.durability or self._durability}
         chunks = self._agent.graph.astream(
             spec.graph_input(),
             self._config(run, scope),
