@@ -187,3 +187,31 @@ def test_retention_prunes_old_runs_and_content_only_they_held(user_data: Path) -
         thread.restore(thread.before(f"run-{run}"))
         assert path.read_text() == f"version {run}\n"
     assert thread.prune() == 0
+
+
+def test_files_over_the_size_limit_are_listed_not_stored_nor_restored(user_data: Path) -> None:
+    ws = user_data / "workspace"
+    (ws / "big.bin").write_bytes(b"B" * 64)
+    (ws / "small.txt").write_text("s\n")
+    thread = EvidenceStore(
+        exclude=[], keep_runs=2, limits=ChangeLimits(), max_file_bytes=32
+    ).thread(user_data)
+    before = thread.snapshot()
+    thread.record("run-1", before)
+
+    (ws / "big.bin").write_bytes(b"C" * 65)
+    (ws / "small.txt").write_text("changed\n")
+    (change_big, change_small) = thread.changes(before, thread.snapshot()).modified
+    thread.restore(thread.before("run-1"))
+
+    assert (change_big.path, change_big.size_before, change_big.size_after) == (
+        f"{WS}/big.bin",
+        64,
+        65,
+    )
+    assert (change_big.diff, change_big.diff_omitted) == (None, "too_large")
+    assert change_small.path == f"{WS}/small.txt"
+    assert (ws / "small.txt").read_text() == "s\n"
+    assert (ws / "big.bin").read_bytes() == b"C" * 65  # not stored: not restored
+    stored = b"".join(p.read_bytes() for p in thread.objects.root.rglob("*") if p.is_file())
+    assert b"B" * 64 not in stored and b"C" * 65 not in stored

@@ -282,6 +282,9 @@ class EvidenceSettings(_Section):
     #: snapshots of this many latest runs per thread are kept (older ones are pruned, and
     #: the content only they refer to)
     keep_runs: int = Field(default=20, ge=1)
+    #: files larger than this are recorded by size and timestamps only, not stored: their
+    #: changes are listed, but a rollback cannot restore them (README)
+    max_file_bytes: int = Field(default=64 * 1024 * 1024, ge=0)
     #: a run that creates or modifies a file under outputs/ without presenting it ends
     #: ``error`` (stop reason ``delivery_incomplete``)
     require_delivery: bool = True

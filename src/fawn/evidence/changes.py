@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from fawn.evidence.objects import ObjectStore, TreeEntry
+from fawn.evidence.snapshot import UNSTORED
 
 ChangeKind = Literal["added", "modified", "deleted"]
 
@@ -195,7 +196,10 @@ def _diff(
     budget: _Budget,
 ) -> tuple[str | None, str | None, bool]:
     limits = budget.limits
-    if any(e is not None and e[4] > limits.diff_max_file_bytes for e in (a, b)):
+    if any(
+        e is not None and (e[4] > limits.diff_max_file_bytes or e[3].startswith(UNSTORED))
+        for e in (a, b)
+    ):
         return None, "too_large", False
     if budget.left <= 0:
         return None, "budget", False

@@ -17,7 +17,7 @@ import shutil
 import stat
 
 from fawn.evidence.objects import ObjectStore, TreeEntry
-from fawn.evidence.snapshot import Excluded, StatCache, StatKey
+from fawn.evidence.snapshot import UNSTORED, Excluded, StatCache, StatKey
 
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 
@@ -73,6 +73,8 @@ def _put(
             _remove(dir_fd, name)
         os.symlink(ref, name, dir_fd=dir_fd)
         return 1
+    if ref.startswith(UNSTORED):
+        return 0  # too large to have been stored: left as it is (README)
     if (
         st is not None
         and stat.S_ISREG(st.st_mode)

@@ -26,6 +26,9 @@ StatKey = tuple[int, int, int, int, int]
 #: a file modified this close to (or after) the start of a snapshot is hashed again next time
 RACY_NS = 2_000_000_000
 
+#: the ref of a file too large to store: its identity is its stat facts
+UNSTORED = "unstored:"
+
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
@@ -55,12 +58,20 @@ class _Walk:
     new: StatCache
     excluded: Excluded
     racy_after: int
+    max_file_bytes: int | None = None
     hashed: int = 0
 
 
-def snapshot_dir(root: str, store: ObjectStore, cache: StatCache, excluded: Excluded) -> str:
+def snapshot_dir(
+    root: str,
+    store: ObjectStore,
+    cache: StatCache,
+    excluded: Excluded,
+    max_file_bytes: int | None = None,
+) -> str:
     """The tree name of directory ``root`` (created empty if missing); ``cache`` is updated
-    in place to what this snapshot saw."""
+    in place to what this snapshot saw. Files over ``max_file_bytes`` are recorded by their
+    stat facts only (:data:`UNSTORED`): changes see them, a restore leaves them as they are."""
     os.makedirs(root, exist_ok=True)
     fd = os.open(root, _DIR_FLAGS)
     walk = _Walk(
@@ -69,6 +80,7 @@ def snapshot_dir(root: str, store: ObjectStore, cache: StatCache, excluded: Excl
         new=StatCache(),
         excluded=excluded,
         racy_after=time.time_ns() - RACY_NS,
+        max_file_bytes=max_file_bytes,
     )
     try:
         name = _tree(walk, fd, "")
@@ -154,6 +166,8 @@ def _file(walk: _Walk, dir_fd: int, path: str, name: str, st: os.stat_result) ->
     cached = walk.old.files.get(path)
     if cached is not None and cached[0] == key:
         digest, size = cached[1], st.st_size
+    elif walk.max_file_bytes is not None and st.st_size > walk.max_file_bytes:
+        digest, size = f"{UNSTORED}{st.st_size}:{st.st_mtime_ns}:{st.st_ino}", st.st_size
     else:
         stored = walk.store.put_file(dir_fd, name)
         if stored is None:

@@ -50,8 +50,16 @@ class _ThreadState:
 class EvidenceStore:
     """Every thread's evidence, with one stat cache per thread kept in memory."""
 
-    def __init__(self, *, exclude: Iterable[str], keep_runs: int, limits: ChangeLimits) -> None:
+    def __init__(
+        self,
+        *,
+        exclude: Iterable[str],
+        keep_runs: int,
+        limits: ChangeLimits,
+        max_file_bytes: int | None = None,
+    ) -> None:
         self._exclude = frozenset(exclude)
+        self.max_file_bytes = max_file_bytes
         self.keep_runs = keep_runs
         self.limits = limits
         self._states: OrderedDict[str, _ThreadState] = OrderedDict()
@@ -92,6 +100,7 @@ class ThreadEvidence:
                         self.objects,
                         self._state.caches.setdefault(root, StatCache()),
                         self._store.excluded(root),
+                        self._store.max_file_bytes,
                     )
                     for root in ROOTS
                 }
@@ -180,7 +189,7 @@ class ThreadEvidence:
             live.add(tree)
             for _name, kind, _mode, ref, _size in self.objects.tree(tree):
                 if kind == "f":
-                    live.add(ref)
+                    live.add(ref)  # an UNSTORED ref names no object: harmless here
                 elif kind == "d":
                     pending.append(ref)
         return live

@@ -95,7 +95,12 @@ def evidence_store(settings: EvidenceSettings) -> EvidenceStore | None:
         diff_max_chars=settings.diff_max_chars,
         diff_total_chars=settings.diff_total_chars,
     )
-    return EvidenceStore(exclude=settings.exclude, keep_runs=settings.keep_runs, limits=limits)
+    return EvidenceStore(
+        exclude=settings.exclude,
+        keep_runs=settings.keep_runs,
+        limits=limits,
+        max_file_bytes=settings.max_file_bytes,
+    )
 
 
 def build_runs(parts: RunParts) -> tuple[RunService, RunLifecycle]:
