@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
@@ -215,3 +216,20 @@ def test_files_over_the_size_limit_are_listed_not_stored_nor_restored(user_data:
     assert (ws / "big.bin").read_bytes() == b"C" * 65  # not stored: not restored
     stored = b"".join(p.read_bytes() for p in thread.objects.root.rglob("*") if p.is_file())
     assert b"B" * 64 not in stored and b"C" * 65 not in stored
+
+
+def test_names_that_are_not_utf8_are_listed_as_valid_text(user_data: Path) -> None:
+    ws = os.fsencode(user_data / "workspace")
+    thread = store().thread(user_data)
+    before = thread.snapshot()
+    with open(ws + b"/caf\xe9.txt", "wb") as handle:
+        handle.write(b"x\n")
+    os.symlink(b"\xff", ws + b"/odd")
+
+    added = thread.changes(before, thread.snapshot()).added
+
+    assert [(c.path, c.target) for c in added] == [
+        (f"{WS}/caf\ufffd.txt", None),
+        (f"{WS}/odd", "\ufffd"),
+    ]
+    assert json.dumps([c.as_json() for c in added]).isascii()

@@ -141,7 +141,7 @@ def describe(
     changes = Changes()
     for rel, a, b in deltas:
         kind: ChangeKind = "added" if a is None else "deleted" if b is None else "modified"
-        change = _change(store, kind, f"{prefix}/{rel}", a, b, budget)
+        change = _change(store, kind, printable(f"{prefix}/{rel}"), a, b, budget)
         getattr(changes, kind).append(change)
     return changes
 
@@ -167,8 +167,8 @@ def _change(
             type="symlink",
             size_before=None,
             size_after=None,
-            target=some[3],
-            target_before=a[3] if a is not None and b is not None else None,
+            target=printable(some[3]),
+            target_before=printable(a[3]) if a is not None and b is not None else None,
             diff_omitted="symlink",
         )
     blob_a = a[3] if a is not None else None
@@ -232,6 +232,12 @@ def _diff(
         used += len(line)
     budget.left -= used
     return "".join(out), None, truncated
+
+
+def printable(name: str) -> str:
+    """A file name as valid text: bytes that are not UTF-8 (kept by the OS as lone
+    surrogates, which no JSON store accepts) become U+FFFD."""
+    return name.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
 
 
 def _text(data: bytes) -> str | None:

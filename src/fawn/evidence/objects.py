@@ -101,7 +101,7 @@ class ObjectStore:
     # -- trees ---------------------------------------------------------------------------
 
     def put_tree(self, tree: Tree) -> str:
-        data = json.dumps(tree, separators=(",", ":"), ensure_ascii=False).encode()
+        data = json.dumps(tree, separators=(",", ":")).encode()  # names may hold surrogates
         name = self.put_bytes(data)
         self._remember(name, tree)
         return name
