@@ -7,7 +7,10 @@ after and computes the changes (what finalization pays). Reported per run: befor
 changes, and their sum, p50/p95 over ``--runs`` runs once the stat cache is warm; the
 floor (a bare walk doing one ``lstat`` per entry and nothing else: a run needs two); the
 first (cold) snapshot; a rollback restore of one run; and, for scale, a plain copy of the
-workspace (``shutil.copytree``) measured in the same run. Nothing here asserts.
+workspace (``shutil.copytree``) measured in the same run. On a shared machine wall time
+mostly measures waiting for a CPU, so the CPU time of the same work (``process_time``) is
+reported beside it, and the CPU time of GNU ``find`` stat-ing the same tree (the floor of
+any stat-based snapshot, in C). Nothing here asserts.
 
     .venv/bin/python bench/evidence_bench.py --files 10000 --changed 3 --runs 30
 """
@@ -17,8 +20,10 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import shutil
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -66,6 +71,18 @@ def bare_walk(root: Path) -> int:
     return count
 
 
+def find_walk(root: Path) -> float:
+    """CPU seconds (user + system) of GNU find stat-ing every entry: the floor in C."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    subprocess.run(
+        ["find", str(root / "workspace"), str(root / "outputs"), "-newer", str(root)],
+        check=True,
+        stdout=subprocess.DEVNULL,
+    )
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+
+
 def pct(values: list[float], q: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
@@ -90,23 +107,30 @@ def main() -> None:
         cold = time.perf_counter() - t0
 
         walks: list[float] = []
+        cpus: list[float] = []
+        walk_cpus: list[float] = []
         befores: list[float] = []
         afters: list[float] = []
         seen = 0
         first_before = None
         for run in range(args.runs):
+            c0 = time.process_time()
             t0 = time.perf_counter()
             before = store.snapshot()
             store.record(f"run-{run}", before)
             t1 = time.perf_counter()
+            c1 = time.process_time()
             change(root, run, args.changed)
             t2 = time.perf_counter()
+            c2 = time.process_time()
             changes = store.changes(before, store.snapshot())
             t3 = time.perf_counter()
+            cpus.append((c1 - c0) + (time.process_time() - c2))
             befores.append(t1 - t0)
-            t4 = time.perf_counter()
+            t4, c4 = time.perf_counter(), time.process_time()
             bare_walk(root)
             walks.append(time.perf_counter() - t4)
+            walk_cpus.append(time.process_time() - c4)
             afters.append(t3 - t2)
             seen = len(changes.added) + len(changes.modified) + len(changes.deleted)
             if first_before is None:
@@ -117,6 +141,7 @@ def main() -> None:
         touched = store.restore(store.before(f"run-{args.runs - 1}"))
         restore = time.perf_counter() - t0
 
+        find_cpu = find_walk(root)
         t0 = time.perf_counter()
         shutil.copytree(root / "workspace", Path(tmp) / "copy")
         copy = time.perf_counter() - t0
@@ -135,7 +160,10 @@ def main() -> None:
         "after_and_changes_p50_ms": round(statistics.median(afters) * ms, 2),
         "per_run_p50_ms": round(statistics.median(totals) * ms, 2),
         "per_run_p95_ms": round(pct(totals, 0.95) * ms, 2),
+        "per_run_cpu_p50_ms": round(statistics.median(cpus) * ms, 2),
         "bare_lstat_walk_p50_ms": round(statistics.median(walks) * ms, 2),
+        "bare_lstat_walk_cpu_p50_ms": round(statistics.median(walk_cpus) * ms, 2),
+        "find_cpu_ms": round(find_cpu * ms, 2),
         "per_run_vs_two_bare_walks": round(
             statistics.median(totals) / (2 * statistics.median(walks)), 2
         ),
