@@ -95,3 +95,55 @@ async def test_recovery_backfills_an_empty_receipt_for_an_orphaned_run(
             "created_at": ANY_ISO,
         },
     }
+
+
+async def test_with_evidence_off_nothing_is_snapshotted_or_checked(
+    make_server: Callable[..., LiveServer], stub: Any, key: str
+) -> None:
+    live = make_server(evidence={"enabled": False})
+    stub.add_script(
+        key, [{"tool_calls": [write(f"{OUT}/unpresented.md", "U\n")]}, {"content": "done"}]
+    )
+    client = get_client(url=live.url, timeout=60)
+    try:
+        tid = (await client.threads.create())["thread_id"]
+        run = await client.runs.create(tid, "lead_agent", input=user(key))
+        joined = await client.runs.join(tid, run["run_id"])
+        record = await client.runs.get(tid, run["run_id"])
+    finally:
+        await client.aclose()
+
+    assert joined["messages"][-1]["content"] == "done"
+    assert (record["status"], record["stop_reason"]) == ("success", "completed")
+    assert not (live.data_dir / "threads" / tid / "evidence").exists()
+    response = await changes(live, tid, run["run_id"])
+    assert response.json()["recorded"] is False
+    assert response.json()["receipt"] is None
+    assert "workspace_changes" not in [e["kind"] for e in await events(live, tid, run["run_id"])]
+
+
+async def test_a_failed_snapshot_is_journalled_and_the_run_goes_on(
+    sqlite_server: LiveServer, stub: Any, key: str
+) -> None:
+    stub.add_script(key, [{"content": "still answered"}])
+    client = get_client(url=sqlite_server.url, timeout=60)
+    try:
+        tid = (await client.threads.create())["thread_id"]
+        thread_dir = sqlite_server.data_dir / "threads" / tid
+        thread_dir.mkdir(parents=True, exist_ok=True)
+        (thread_dir / "evidence").write_text("not a directory")  # where snapshots go
+        run = await client.runs.create(tid, "lead_agent", input=user(key))
+        joined = await client.runs.join(tid, run["run_id"])
+    finally:
+        await client.aclose()
+
+    assert joined["messages"][-1]["content"] == "still answered"
+    journal = await events(sqlite_server, tid, run["run_id"])
+    (entry,) = [e["data"] for e in journal if e["kind"] == "workspace_changes"]
+    assert entry == {"recorded": False, "reason": "the workspace snapshot failed: Not a directory"}
+    body = (await changes(sqlite_server, tid, run["run_id"])).json()
+    assert (body["recorded"], body["reason"], body["receipt"]) == (
+        False,
+        "the workspace snapshot failed: Not a directory",
+        None,
+    )

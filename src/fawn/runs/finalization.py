@@ -30,7 +30,7 @@ from langgraph.types import StateSnapshot
 from fawn.agent.graph import LeadAgent
 from fawn.agent.serialize import to_jsonable
 from fawn.agent.snapshots import pending_interrupts
-from fawn.evidence import Changes
+from fawn.evidence import Changes, EvidenceError
 from fawn.runs.clock import Clock
 from fawn.runs.errors import NotFound
 from fawn.runs.events import Event, StreamRenderer
@@ -41,7 +41,7 @@ from fawn.runs.publisher import RunPublisher
 from fawn.runs.rollback import Rollback
 from fawn.runs.threads import ThreadService, thread_config
 from fawn.runs.wakeups import Wakeups
-from fawn.runs.workspace import Receipt, WorkspaceEvidence, receipt_of
+from fawn.runs.workspace import Receipt, WorkspaceEvidence, failure, receipt_of
 from fawn.store.errors import StoreUnavailable
 from fawn.store.receipts import DeliveryReceipt
 from fawn.store.run_queue import (
@@ -223,9 +223,9 @@ class RecordWorkspaceChanges:
         if evidence.before is not None:
             try:
                 changes = await self._workspace.changes(ending.run.thread_id, evidence)
-            except OSError as exc:
+            except (OSError, EvidenceError) as exc:
                 log.warning("run %s: its workspace changes cannot be read: %s", _id(ending), exc)
-                data["reason"] = f"the workspace snapshot failed: {exc.strerror or exc}"
+                data["reason"] = f"the workspace snapshot failed: {failure(exc)}"
             else:
                 ending.changes = changes
                 data = {"recorded": True, **(changes.as_json() if changes else _NO_CHANGES)}
@@ -249,8 +249,8 @@ class CheckDelivery:
         evidence = ending.scope.evidence
         if ending.outcome.stop_reason == "rollback" or not self._workspace.enabled:
             return
-        if evidence.before is None and evidence.unavailable is None:
-            return
+        if evidence.before is None:
+            return  # never executed, or no snapshot: nothing can be claimed either way
         receipt = receipt_of(ending.changes, evidence.presented.paths)
         ending.receipt = receipt
         if receipt.satisfied or not self._workspace.require_delivery:

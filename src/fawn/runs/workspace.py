@@ -21,7 +21,7 @@ from uuid import UUID
 from langchain_core.callbacks import BaseCallbackHandler
 
 from fawn.agent.tools.names import PRESENT_FILES
-from fawn.evidence import Changes, EvidenceStore, RunSnapshot, SnapshotMissing
+from fawn.evidence import Changes, EvidenceError, EvidenceStore, RunSnapshot, SnapshotMissing
 from fawn.sandbox.paths import SINGLE_USER, VIRTUAL_OUTPUTS, ThreadPaths
 
 log = logging.getLogger(__name__)
@@ -59,6 +59,9 @@ class RunEvidence:
 
     presented: PresentedFiles = field(default_factory=PresentedFiles)
     before: RunSnapshot | None = None
+    #: the thread's ``user-data`` directory, found when the run started (finalization
+    #: needs no database read for it)
+    user_data: Path | None = None
     #: why there is no snapshot before (it failed: the run has no file evidence)
     unavailable: str | None = None
 
@@ -75,6 +78,13 @@ class Receipt:
     @property
     def unpresented(self) -> list[str]:
         return [p for p in self.produced if p not in self.matched]
+
+
+def failure(exc: Exception) -> str:
+    """What went wrong, for the journal (an OS error's message without its host path)."""
+    if isinstance(exc, OSError) and exc.strerror:
+        return exc.strerror
+    return str(exc)
 
 
 def receipt_of(changes: Changes | None, presented: list[str]) -> Receipt:
@@ -137,16 +147,16 @@ class WorkspaceEvidence:
 
         try:
             evidence.before = await asyncio.to_thread(take)
-        except OSError as exc:
+            evidence.user_data = user_data
+        except (OSError, EvidenceError) as exc:
             log.warning("run %s: the workspace snapshot failed: %s", run_id, exc)
-            evidence.unavailable = f"the workspace snapshot failed: {exc.strerror or exc}"
+            evidence.unavailable = f"the workspace snapshot failed: {failure(exc)}"
 
     async def changes(self, thread_id: str, evidence: RunEvidence) -> Changes | None:
         """What changed since the snapshot before (None: no snapshot before)."""
-        if self._store is None or evidence.before is None:
+        if self._store is None or evidence.before is None or evidence.user_data is None:
             return None
-        store, before = self._store, evidence.before
-        user_data = await self._user_data(thread_id)
+        store, before, user_data = self._store, evidence.before, evidence.user_data
 
         def compare() -> Changes:
             thread = store.thread(user_data)
