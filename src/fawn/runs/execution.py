@@ -26,7 +26,7 @@ from fawn.runs.local import LocalRun, StopReason
 from fawn.runs.outcome import Outcome, RunError
 from fawn.runs.publisher import RunPublisher
 from fawn.runs.threads import thread_config
-from fawn.runs.workspace import RunEvidence
+from fawn.runs.workspace import RunEvidence, WorkspaceEvidence
 
 log = logging.getLogger(__name__)
 
@@ -81,11 +81,13 @@ class GraphExecution:
         renderer: StreamRenderer,
         *,
         recursion_limit: int,
+        workspace: WorkspaceEvidence,
         durability: Durability = "async",
     ) -> None:
         self._agent = agent
         self._renderer = renderer
         self._recursion_limit = recursion_limit
+        self._workspace = workspace
         self._durability = durability
 
     async def run(self, run: LocalRun, scope: RunScope, publisher: RunPublisher) -> Outcome:
@@ -97,6 +99,8 @@ class GraphExecution:
         if scope.context.user_id is not None:  # who ran it (servers with identities)
             started["user_id"] = scope.context.user_id
         scope.journal.note("run_started", started)
+        # the files as they are before the graph's first step (a rollback restores them)
+        await self._workspace.before(run.thread_id, run.run_id, scope.evidence)
         translator = self._renderer.translator(spec)
         extra: dict[str, Any] = {"durability": spec.durability or self._durability}
         chunks = self._agent.graph.astream(

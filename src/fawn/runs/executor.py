@@ -16,7 +16,6 @@ from fawn.runs.finalization import Ending, Finalizer
 from fawn.runs.local import LocalRun
 from fawn.runs.outcome import Outcome, RunError
 from fawn.runs.publisher import RunPublisher
-from fawn.runs.workspace import WorkspaceEvidence
 from fawn.streams.bridge import StreamBridge
 
 log = logging.getLogger(__name__)
@@ -27,7 +26,6 @@ class RunExecutor:
         self,
         execution: GraphExecution,
         finalizer: Finalizer,
-        workspace: WorkspaceEvidence,
         bridge: StreamBridge,
         clock: Clock,
         *,
@@ -35,7 +33,6 @@ class RunExecutor:
     ) -> None:
         self._execution = execution
         self._finalizer = finalizer
-        self._workspace = workspace
         self._bridge = bridge
         self._clock = clock
         self._capacity = stream_capacity
@@ -72,7 +69,6 @@ class RunExecutor:
                 error = RunError(error="Unrunnable", message=run.unrunnable)
                 outcome = Outcome(status="error", stop_reason="error", error=error)
             else:
-                await self._workspace.before(run.thread_id, run.run_id, scope.evidence)
                 outcome = await self._execution.run(run, scope, publisher)
                 _forget_delivered_stop(run)
         except asyncio.CancelledError:
