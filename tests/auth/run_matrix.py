@@ -86,6 +86,7 @@ RUN_ROUTES: tuple[RunRoute, ...] = (
         name="join run stream", method="GET", path="/threads/{tid}/runs/{rid}/stream", stream=True
     ),
     RunRoute(name="run journal", method="GET", path="/api/threads/{tid}/runs/{rid}/events"),
+    RunRoute(name="run changes", method="GET", path="/api/threads/{tid}/runs/{rid}/changes"),
     RunRoute(name="delete run", method="DELETE", path="/threads/{tid}/runs/{rid}", expect=_ok(204)),
     RunRoute(
         name="cancel run",

@@ -65,6 +65,14 @@ async def test_the_same_body_passes_embedded_and_remote(
                     }
                 ]
             },
+            {
+                "tool_calls": [
+                    {
+                        "name": "present_files",
+                        "args": {"filepaths": ["/mnt/user-data/outputs/a.txt"]},
+                    }
+                ]
+            },
             {"content": "one two three", "chunk_delay": 0.01},
         ],
         title="Embedded Or Not",

@@ -63,6 +63,11 @@ async def test_a_run_with_tool_calls_leaves_its_journal(
             entry(6, "warning", {"message": "model 'stub' does not support thinking; ignored"}),
             entry(
                 7,
+                "workspace_changes",
+                {"recorded": True, "added": [], "modified": [], "deleted": []},
+            ),
+            entry(
+                8,
                 "run_finished",
                 {
                     "status": "success",
@@ -87,8 +92,13 @@ async def test_errors_unknown_runs_and_rollbacks(
     run = await client.runs.create(tid, "lead_agent", input=user(key))
     await client.runs.join(tid, run["run_id"])
     events = (await journal(server, tid, run["run_id"])).json()["events"]
-    assert [e["kind"] for e in events] == ["run_started", "error", "run_finished"]
-    assert events[2]["data"]["status"] == "error"
+    assert [e["kind"] for e in events] == [
+        "run_started",
+        "error",
+        "workspace_changes",
+        "run_finished",
+    ]
+    assert events[3]["data"]["status"] == "error"
 
     unknown = await journal(server, tid, "00000000-0000-0000-0000-000000000000")
     assert unknown.status_code == 404

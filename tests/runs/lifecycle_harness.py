@@ -203,6 +203,7 @@ async def start_worker(
                 bridge=bridge,
                 notifier=notifier or MemoryNotifier(),
                 clock=clock,
+                data_dir=data_dir,
             )
         )
         await lifecycle.start()

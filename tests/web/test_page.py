@@ -124,6 +124,7 @@ def test_streaming_tokens_tool_calls_todos_and_escaped_model_text(
         [
             call("write_todos", todos=todos),
             call("write_file", description="save", path=f"{OUT}/n.txt", content="hello"),
+            call("present_files", filepaths=[f"{OUT}/n.txt"]),
             {"content": answer, "chunk_delay": 0.12},
         ],
     )

@@ -264,6 +264,64 @@ class RunSettings(_Section):
         return self
 
 
+class CheckpointSettings(_Section):
+    """How the graph's checkpoints are written (``fawn.store.checkpoints``)."""
+
+    #: when a run's steps become durable (LangGraph's ``durability``), unless the run asks:
+    #: ``sync`` (each step is written before the next starts), ``async`` (written while the
+    #: next step runs: a crash may lose the last step), ``exit`` (only when the run ends: a
+    #: crash loses the whole run's progress, and nothing of it is visible until it ends).
+    #: README "Checkpoint durability" says why the default is ``async``.
+    durability: Literal["sync", "async", "exit"] = "async"
+
+
+class EvidenceSettings(_Section):
+    """What a run leaves as evidence of its file work (``fawn.evidence``): snapshots of the
+    thread's ``workspace/`` and ``outputs/`` before and after it, the changes between them,
+    and the delivery receipt. Rollback restores files from the pre-run snapshot."""
+
+    #: snapshot the files of every run (off: no changes, no delivery check, rollback
+    #: restores the conversation only)
+    enabled: bool = True
+    #: directory names never snapshotted, at any depth (caches, build output); fawn's own
+    #: tool-output cache (``workspace/.fawn``) is always skipped
+    exclude: list[str] = Field(
+        default_factory=lambda: [
+            ".git",
+            "node_modules",
+            ".venv",
+            "__pycache__",
+            ".cache",
+            "build",
+            "dist",
+            "target",
+        ]
+    )
+    #: snapshots of this many latest runs per thread are kept (older ones are pruned, and
+    #: the content only they refer to)
+    keep_runs: int = Field(default=20, ge=1)
+    #: files larger than this are recorded by size and timestamps only, not stored: their
+    #: changes are listed, but a rollback cannot restore them (README)
+    max_file_bytes: int = Field(default=64 * 1024 * 1024, ge=0)
+    #: a run that creates or modifies a file under outputs/ without presenting it ends
+    #: ``error`` (stop reason ``delivery_incomplete``)
+    require_delivery: bool = True
+    #: files larger than this get no text diff (metadata only)
+    diff_max_file_bytes: int = Field(default=256 * 1024, ge=0)
+    #: one file's diff is cut at this many characters
+    diff_max_chars: int = Field(default=64 * 1024, ge=0)
+    #: all diffs of one run together are cut at this many characters
+    diff_total_chars: int = Field(default=1024 * 1024, ge=0)
+
+    @field_validator("exclude")
+    @classmethod
+    def _plain_names(cls, value: list[str]) -> list[str]:
+        for name in value:
+            if not name or "/" in name or name in (".", ".."):
+                raise ValueError(f"{name!r} is not a directory name")
+        return value
+
+
 class LoginRateLimitSettings(_Section):
     """Failed sign-ins allowed per client address before it is locked out for a while."""
 
@@ -441,6 +499,8 @@ class AppConfig(_Section):
     controls: ControlSettings = ControlSettings()
     uploads: UploadSettings = UploadSettings()
     runs: RunSettings = RunSettings()
+    evidence: EvidenceSettings = EvidenceSettings()
+    checkpoints: CheckpointSettings = CheckpointSettings()
     auth: AuthSettings = AuthSettings()
 
     @model_validator(mode="after")

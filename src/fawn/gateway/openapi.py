@@ -71,6 +71,7 @@ _ROUTE_ERRORS: dict[tuple[str, str], tuple[int, ...]] = {
     ("delete", "/threads/{thread_id}/runs/{run_id}"): (409,),
     ("post", "/api/threads/{thread_id}/uploads"): (409,),
     ("get", "/api/threads/{thread_id}/artifacts/{path}"): (403, 416),
+    ("get", "/api/threads/{thread_id}/runs/{run_id}/changes"): (409,),
 }
 
 

@@ -15,11 +15,13 @@ from pathlib import Path
 from fawn.agent.graph import LeadAgent
 from fawn.agent.lead import assemble_lead_agent
 from fawn.agent.models import ModelFactory
-from fawn.config.settings import AppConfig
+from fawn.config.settings import AppConfig, EvidenceSettings
+from fawn.evidence import ChangeLimits, EvidenceStore
 from fawn.gateway.auth.service import AuthService, open_auth
 from fawn.gateway.stream_events import LangGraphStreamRenderer
 from fawn.runs.admission import Admission
 from fawn.runs.cancellation import Cancellation
+from fawn.runs.changes import RunChangesQuery
 from fawn.runs.clock import Clock, SystemClock
 from fawn.runs.dispatcher import Dispatcher
 from fawn.runs.endings import StreamEnder
@@ -36,10 +38,12 @@ from fawn.runs.shutdown import Shutdown
 from fawn.runs.threads import ThreadService
 from fawn.runs.waiting import RunWaiter
 from fawn.runs.wakeups import Wakeups
+from fawn.runs.workspace import WorkspaceEvidence
 from fawn.sandbox.local import LocalSandboxProvider
 from fawn.store.checkpoints import Saver, open_checkpointer
 from fawn.store.database import Database
 from fawn.store.lock import hold_data_dir
+from fawn.store.receipts import ReceiptRepository
 from fawn.store.run_queue import RunQueue
 from fawn.store.runs import RunRepository
 from fawn.store.threads import ThreadRepository
@@ -63,6 +67,7 @@ class Services:
     runs: RunService
     lifecycle: RunLifecycle
     auth: AuthService
+    changes: RunChangesQuery
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -78,6 +83,24 @@ class RunParts:
     bridge: StreamBridge
     notifier: Notifier
     clock: Clock
+    data_dir: Path
+
+
+def evidence_store(settings: EvidenceSettings) -> EvidenceStore | None:
+    """The store of run snapshots (None when ``evidence.enabled`` is off)."""
+    if not settings.enabled:
+        return None
+    limits = ChangeLimits(
+        diff_max_file_bytes=settings.diff_max_file_bytes,
+        diff_max_chars=settings.diff_max_chars,
+        diff_total_chars=settings.diff_total_chars,
+    )
+    return EvidenceStore(
+        exclude=settings.exclude,
+        keep_runs=settings.keep_runs,
+        limits=limits,
+        max_file_bytes=settings.max_file_bytes,
+    )
 
 
 def build_runs(parts: RunParts) -> tuple[RunService, RunLifecycle]:
@@ -96,10 +119,17 @@ def build_runs(parts: RunParts) -> tuple[RunService, RunLifecycle]:
     cancellation = Cancellation(
         queue=queue, local=local, notifier=parts.notifier, ender=ender, clock=clock
     )
+    workspace = WorkspaceEvidence(
+        evidence_store(parts.config.evidence),
+        parts.data_dir,
+        parts.threads.repo.owner_of,
+        require_delivery=parts.config.evidence.require_delivery,
+    )
     steps = finalization_steps(
         queue=queue,
         agent=parts.agent,
-        rollback=Rollback(parts.agent, parts.saver),
+        rollback=Rollback(parts.agent, parts.saver, workspace),
+        workspace=workspace,
         threads=parts.threads,
         wakeups=wakeups,
         renderer=renderer,
@@ -107,7 +137,13 @@ def build_runs(parts: RunParts) -> tuple[RunService, RunLifecycle]:
         publish_seconds=parts.config.streams.publish_retry_seconds,
     )
     executor = RunExecutor(
-        GraphExecution(parts.agent, renderer, recursion_limit=parts.config.agent.recursion_limit),
+        GraphExecution(
+            parts.agent,
+            renderer,
+            recursion_limit=parts.config.agent.recursion_limit,
+            workspace=workspace,
+            durability=parts.config.checkpoints.durability,
+        ),
         Finalizer(steps),
         parts.bridge,
         clock,
@@ -215,6 +251,7 @@ async def open_services(config: AppConfig, clock: Clock | None = None) -> AsyncI
                 bridge=bridge,
                 notifier=notifier,
                 clock=clock or SystemClock(),
+                data_dir=data_dir,
             )
         )
         await lifecycle.start()
@@ -232,4 +269,5 @@ async def open_services(config: AppConfig, clock: Clock | None = None) -> AsyncI
             runs=runs,
             lifecycle=lifecycle,
             auth=auth,
+            changes=RunChangesQuery(runs, ReceiptRepository(db)),
         )

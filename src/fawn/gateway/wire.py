@@ -12,6 +12,7 @@ from langgraph.types import StateSnapshot
 
 from fawn.agent.serialize import interrupts_json, to_jsonable
 from fawn.gateway.stream_events import error_json
+from fawn.runs.changes import RunChanges
 from fawn.runs.outcome import RunResult
 from fawn.store.runs import RunEventEntry, RunRecord
 from fawn.store.threads import ThreadRecord
@@ -84,6 +85,30 @@ def journal_json(entries: Sequence[RunEventEntry]) -> dict[str, Any]:
             {"seq": e.seq, "kind": e.kind, "data": e.data, "created_at": e.created_at}
             for e in entries
         ]
+    }
+
+
+def changes_json(changes: RunChanges) -> dict[str, Any]:
+    """``GET /api/threads/{tid}/runs/{rid}/changes``."""
+    receipt = changes.receipt
+    return {
+        "run_id": changes.run_id,
+        "thread_id": changes.thread_id,
+        "recorded": changes.recorded,
+        "reason": changes.reason,
+        "added": changes.added,
+        "modified": changes.modified,
+        "deleted": changes.deleted,
+        "receipt": None
+        if receipt is None
+        else {
+            "presented": receipt.presented,
+            "produced": receipt.produced,
+            "matched": receipt.matched,
+            "satisfied": receipt.satisfied,
+            "recovered": receipt.recovered,
+            "created_at": receipt.created_at,
+        },
     }
 
 

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import logging
 from collections.abc import AsyncGenerator
-from dataclasses import dataclass
-from typing import Any, cast
+from dataclasses import dataclass, field
+from typing import Any, Literal, cast
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.errors import GraphRecursionError
@@ -26,8 +26,12 @@ from fawn.runs.local import LocalRun, StopReason
 from fawn.runs.outcome import Outcome, RunError
 from fawn.runs.publisher import RunPublisher
 from fawn.runs.threads import thread_config
+from fawn.runs.workspace import RunEvidence, WorkspaceEvidence
 
 log = logging.getLogger(__name__)
+
+#: when the graph's steps become durable (LangGraph's ``durability``)
+Durability = Literal["sync", "async", "exit"]
 
 SHUTDOWN_ERROR = RunError(error="ServerShutdown", message="the server shut down during the run")
 
@@ -40,6 +44,8 @@ class RunScope:
     context: RunContext
     usage: UsageLedger
     journal: RunJournal
+    #: the pre-run snapshot and the files the run presents (see ``fawn.runs.workspace``)
+    evidence: RunEvidence = field(default_factory=RunEvidence)
 
     @classmethod
     def of(cls, run: LocalRun, clock: Clock) -> RunScope:
@@ -69,10 +75,20 @@ def stopped(reason: StopReason) -> Outcome:
 
 
 class GraphExecution:
-    def __init__(self, agent: LeadAgent, renderer: StreamRenderer, *, recursion_limit: int) -> None:
+    def __init__(
+        self,
+        agent: LeadAgent,
+        renderer: StreamRenderer,
+        *,
+        recursion_limit: int,
+        workspace: WorkspaceEvidence,
+        durability: Durability = "async",
+    ) -> None:
         self._agent = agent
         self._renderer = renderer
         self._recursion_limit = recursion_limit
+        self._workspace = workspace
+        self._durability = durability
 
     async def run(self, run: LocalRun, scope: RunScope, publisher: RunPublisher) -> Outcome:
         """Stream the graph for ``run`` and read how it ended. Cancellation (a stop request)
@@ -83,10 +99,10 @@ class GraphExecution:
         if scope.context.user_id is not None:  # who ran it (servers with identities)
             started["user_id"] = scope.context.user_id
         scope.journal.note("run_started", started)
+        # the files as they are before the graph's first step (a rollback restores them)
+        await self._workspace.before(run.thread_id, run.run_id, scope.evidence)
         translator = self._renderer.translator(spec)
-        extra: dict[str, Any] = {}
-        if spec.durability is not None:
-            extra["durability"] = spec.durability
+        extra: dict[str, Any] = {"durability": spec.durability or self._durability}
         chunks = self._agent.graph.astream(
             spec.graph_input(),
             self._config(run, scope),
@@ -116,7 +132,7 @@ class GraphExecution:
             },
             "recursion_limit": int(spec.config.get("recursion_limit") or self._recursion_limit),
             "metadata": {**spec.metadata, "run_id": run.run_id, "thread_id": run.thread_id},
-            "callbacks": [scope.usage, scope.journal],
+            "callbacks": [scope.usage, scope.journal, scope.evidence.presented],
             "tags": list(spec.config.get("tags") or []),
         }
 

@@ -2,8 +2,9 @@
 
 The order is the list in :func:`finalization_steps`, read top to bottom::
 
-    close the agent stream → flush the journal → persist completion → remove a stateless
-    run's thread → announce the end → publish ``end``
+    close the agent stream → flush the journal → record workspace changes → check delivery
+    → persist completion (with the receipt) → remove a stateless run's thread → announce
+    the end → publish ``end``
 
 Each step is idempotent and declares whether it needs the run to still be ours: once the
 run is lost (a peer declared this worker dead, or this worker cut itself off after a long
@@ -20,7 +21,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import partial
 from typing import Any, Protocol, TypeVar
 
@@ -29,6 +30,7 @@ from langgraph.types import StateSnapshot
 from fawn.agent.graph import LeadAgent
 from fawn.agent.serialize import to_jsonable
 from fawn.agent.snapshots import pending_interrupts
+from fawn.evidence import Changes, EvidenceError
 from fawn.runs.clock import Clock
 from fawn.runs.errors import NotFound
 from fawn.runs.events import Event, StreamRenderer
@@ -39,8 +41,16 @@ from fawn.runs.publisher import RunPublisher
 from fawn.runs.rollback import Rollback
 from fawn.runs.threads import ThreadService, thread_config
 from fawn.runs.wakeups import Wakeups
+from fawn.runs.workspace import Receipt, WorkspaceEvidence, failure, receipt_of
 from fawn.store.errors import StoreUnavailable
-from fawn.store.run_queue import Completed, Completion, RunQueue, UnstorableValue
+from fawn.store.receipts import DeliveryReceipt
+from fawn.store.run_queue import (
+    RECEIPT_UNRECORDED,
+    Completed,
+    Completion,
+    RunQueue,
+    UnstorableValue,
+)
 from fawn.store.runs import RunEventEntry, Usage
 from fawn.store.threads import ThreadStateSnapshot
 
@@ -70,6 +80,12 @@ class Ending:
     status: EndStatus | None = None
     result: RunResult | None = None
     lost: bool = False
+    #: journal entries written with the terminal status (workspace changes, delivery)
+    entries: list[RunEventEntry] = field(default_factory=list)
+    #: what the run changed in its files (None: no snapshot before)
+    changes: Changes | None = None
+    #: the delivery receipt (None: the run never executed, or it is rolled back)
+    receipt: Receipt | None = None
 
 
 class FinalizationStep(Protocol):
@@ -85,6 +101,7 @@ def finalization_steps(
     queue: RunQueue,
     agent: LeadAgent,
     rollback: Rollback,
+    workspace: WorkspaceEvidence,
     threads: ThreadService,
     wakeups: Wakeups,
     renderer: StreamRenderer,
@@ -95,6 +112,8 @@ def finalization_steps(
     return (
         CloseAgentStream(),
         FlushJournal(queue, clock),
+        RecordWorkspaceChanges(workspace, clock),
+        CheckDelivery(workspace, clock),
         PersistCompletion(queue, agent, rollback, clock),
         RemoveStatelessThread(threads, clock),
         AnnounceEnd(wakeups),
@@ -183,6 +202,86 @@ class FlushJournal:
             raise Lost
 
 
+class RecordWorkspaceChanges:
+    """Snapshot the thread's files again and journal what the run added, modified and
+    deleted since it started (``workspace_changes``, written with the terminal status)."""
+
+    name = "record_workspace_changes"
+    needs_ownership = True
+
+    def __init__(self, workspace: WorkspaceEvidence, clock: Clock) -> None:
+        self._workspace = workspace
+        self._clock = clock
+
+    async def __call__(self, ending: Ending) -> None:
+        evidence = ending.scope.evidence
+        if ending.outcome.stop_reason == "rollback":
+            return  # its files are about to be restored
+        if evidence.before is None and evidence.unavailable is None:
+            return  # it never executed (or evidence is off)
+        data: dict[str, Any] = {"recorded": False, "reason": evidence.unavailable}
+        if evidence.before is not None:
+            try:
+                changes = await self._workspace.changes(ending.run.thread_id, evidence)
+            except (OSError, EvidenceError) as exc:
+                log.warning("run %s: its workspace changes cannot be read: %s", _id(ending), exc)
+                data["reason"] = f"the workspace snapshot failed: {failure(exc)}"
+            else:
+                ending.changes = changes
+                data = {"recorded": True, **(changes.as_json() if changes else _NO_CHANGES)}
+        ending.entries.append(
+            RunEventEntry(kind="workspace_changes", data=data, created_at=self._clock.now())
+        )
+
+
+class CheckDelivery:
+    """The delivery receipt; a success that produced files under outputs/ without
+    presenting them all becomes ``error`` (``delivery_incomplete``), naming them."""
+
+    name = "check_delivery"
+    needs_ownership = True
+
+    def __init__(self, workspace: WorkspaceEvidence, clock: Clock) -> None:
+        self._workspace = workspace
+        self._clock = clock
+
+    async def __call__(self, ending: Ending) -> None:
+        evidence = ending.scope.evidence
+        if ending.outcome.stop_reason == "rollback" or not self._workspace.enabled:
+            return
+        if evidence.before is None:
+            return  # never executed, or no snapshot: nothing can be claimed either way
+        receipt = receipt_of(ending.changes, evidence.presented.paths)
+        ending.receipt = receipt
+        if receipt.satisfied or not self._workspace.require_delivery:
+            return
+        if ending.outcome.status != "success":
+            return  # a failed or paused run is not claimed to have delivered anything
+        message = (
+            "the run wrote files to /mnt/user-data/outputs without presenting them with "
+            "present_files: " + ", ".join(receipt.unpresented)
+        )
+        error = RunError(error="DeliveryIncomplete", message=message)
+        ending.outcome = Outcome(status="error", stop_reason="delivery_incomplete", error=error)
+        ending.entries.append(
+            RunEventEntry(kind="error", data=_error_json(error), created_at=self._clock.now())
+        )
+
+
+_NO_CHANGES: dict[str, Any] = {"added": [], "modified": [], "deleted": []}
+
+
+def _receipt_row(receipt: Receipt | None) -> DeliveryReceipt | None:
+    if receipt is None:
+        return None
+    return DeliveryReceipt(
+        presented=receipt.presented,
+        produced=receipt.produced,
+        matched=receipt.matched,
+        satisfied=receipt.satisfied,
+    )
+
+
 class PersistCompletion:
     """The terminal status, the completion data and the thread row, in one transaction.
 
@@ -221,6 +320,9 @@ class PersistCompletion:
                 continue
             if done.result == "lost":
                 raise Lost
+            if done.downgraded is not None:  # the receipt was refused: no proof of delivery
+                error = RunError(error="DeliveryUnrecorded", message=done.downgraded)
+                outcome = Outcome(status="error", stop_reason=RECEIPT_UNRECORDED, error=error)
             ending.status = done.status
             ending.outcome = outcome
             ending.result = RunResult(state=snapshot, error=outcome.error)
@@ -292,8 +394,9 @@ class PersistCompletion:
             usage=usage,
             thread=thread,
             thread_error=_error_json(outcome.error) if outcome.error else None,
-            journal=[finished],
+            journal=[*ending.entries, finished],
             rolled_back=ending.rolled_back,
+            receipt=_receipt_row(ending.receipt),
         )
 
 

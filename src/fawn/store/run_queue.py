@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any, Literal
 
@@ -23,6 +23,7 @@ from sqlalchemy.orm import aliased
 
 from fawn.store.database import Database
 from fawn.store.errors import RunConflict, StoreError, ThreadNotFound
+from fawn.store.receipts import DeliveryReceipt, backfill_receipts, write_receipt
 from fawn.store.runs import (
     ACTIVE,
     CancelAction,
@@ -108,6 +109,8 @@ class Completion:
     journal: Sequence[RunEventEntry]
     #: the pre-run state has been restored (the run is deleted instead of finished)
     rolled_back: bool
+    #: the delivery receipt, written with the terminal status (kept if one exists)
+    receipt: DeliveryReceipt | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -118,6 +121,8 @@ class Completed:
 
     result: Literal["done", "rollback_needed", "lost"]
     status: SettledStatus | None = None
+    #: the receipt could not be written, so a success was turned into this error
+    downgraded: str | None = None
 
 
 async def lock_thread(conn: AsyncConnection, thread_id: str, postgres: bool) -> Row[Any] | None:
@@ -410,6 +415,13 @@ class RunQueue:
         status, stop_reason = done.status, done.stop_reason
         if run.cancel_action == "interrupt" and status == "success":
             status, stop_reason = "interrupted", "cancelled"
+        downgraded = None
+        if done.receipt is not None and not done.rolled_back:
+            refused = await write_receipt(conn, run.run_id, done.receipt, now)
+            if refused is not None and status == "success":
+                status, stop_reason = "error", RECEIPT_UNRECORDED
+                downgraded = f"the delivery receipt could not be recorded: {refused}"
+                done = _downgraded(done, downgraded, now)
         others = [r for r in await _active_runs(conn, done.thread_id) if r.run_id != run.run_id]
         await self._settle_thread(conn, done, thread, status, bool(others), now)
         if done.rolled_back:
@@ -430,7 +442,7 @@ class RunQueue:
         )
         journal = [_with_status(e, status, stop_reason) for e in done.journal]
         await self._append(conn, run.run_id, journal, start=None)
-        return Completed(result="done", status=status)
+        return Completed(result="done", status=status, downgraded=downgraded)
 
     async def _settle_thread(
         self,
@@ -572,6 +584,21 @@ class IdleThread:
 
 _LOST = Completed(result="lost")
 
+#: the stop reason of a success whose delivery receipt could not be written
+RECEIPT_UNRECORDED = "delivery_unrecorded"
+
+
+def _downgraded(done: Completion, message: str, now: datetime) -> Completion:
+    """``done`` as an error: without its receipt, the run cannot prove its delivery."""
+    error = {"error": "DeliveryUnrecorded", "message": message}
+    entry = RunEventEntry(kind="error", data=error, created_at=now)
+    return replace(
+        done,
+        error=message,
+        thread_error=error,
+        journal=[*done.journal[:-1], entry, *done.journal[-1:]],
+    )
+
 
 def thread_status_after(status: RunStatus, rolled_back: bool, interrupts: Any) -> ThreadStatus:
     """The thread status a finished run leaves (when no other run of it is queued):
@@ -615,6 +642,7 @@ async def orphan_runs(
         .where(runs.c.run_id.in_([r.run_id for r in orphans]), runs.c.status == "running")
         .values(status="error", error=reason, stop_reason="orphaned", updated_at=now)
     )
+    await backfill_receipts(conn, [r.run_id for r in orphans], now)
     thread_ids = sorted({r.thread_id for r in orphans})
     still_active = select(runs.c.thread_id).where(
         runs.c.thread_id.in_(thread_ids), runs.c.status.in_(ACTIVE)

@@ -91,6 +91,19 @@ run_events = Table(
     Column("created_at", UTCDateTime(), nullable=False),
 )
 
+#: A run's delivery receipt, written with its terminal status (orphans get an empty one).
+run_receipts = Table(
+    "run_receipts",
+    metadata,
+    Column("run_id", String(64), ForeignKey("runs.run_id", ondelete="CASCADE"), primary_key=True),
+    Column("presented", JSONType, nullable=False),
+    Column("produced", JSONType, nullable=False),
+    Column("matched", JSONType, nullable=False),
+    Column("satisfied", Boolean, nullable=False),
+    Column("recovered", Boolean, nullable=False, server_default=text("false")),
+    Column("created_at", UTCDateTime(), nullable=False),
+)
+
 #: One row per gateway process. ``beat`` grows by one at every renewal: peers judge liveness
 #: by watching it change, never by comparing clocks.
 workers = Table(
