@@ -22,7 +22,7 @@ from pydantic import BaseModel, ConfigDict
 from starlette.routing import compile_path
 
 from fawn.agent.context import ReasoningEffort
-from fawn.agent.state import STATE_CHANNELS
+from fawn.agent.state import INPUT_NODE, STATE_CHANNELS
 
 
 class ErrorBody(BaseModel):
@@ -223,6 +223,8 @@ def _name_nodes(app: FastAPI, schemas: dict[str, Any]) -> None:
     if services is None:
         return
     nodes = {"type": "string", "enum": sorted(services.agent.graph.nodes)}
+    # ``__input__``: an update written as the graph's input (LangGraph's bulk update)
+    updaters = {"type": "string", "enum": sorted([*services.agent.graph.nodes, INPUT_NODE])}
     models = [m.name for m in services.config.models]
     channels = {
         "type": "object",
@@ -230,7 +232,7 @@ def _name_nodes(app: FastAPI, schemas: dict[str, Any]) -> None:
         "additionalProperties": _JSON_VALUE_REF,
     }
     for name in ("StateUpdate", "SuperstepUpdate"):
-        _narrow(schemas, name, "as_node", nodes)
+        _narrow(schemas, name, "as_node", updaters)
         _narrow(schemas, name, "values", {"anyOf": [channels, {"type": "null"}]})
     breakpoints = {"anyOf": [{"const": "*"}, {"type": "array", "items": nodes}]}
     options = _run_options(models)

@@ -25,6 +25,7 @@ StreamModeName = Literal[
     "debug",
     "tasks",
     "checkpoints",
+    "events",
 ]
 SUPPORTED_STREAM_MODES: tuple[str, ...] = get_args(StreamModeName)
 #: The most sub-agents a run may ask to have at once (``subagents.max_concurrent`` may lower it)
