@@ -21,6 +21,7 @@ from fawn.gateway.routers import (
     run_events,
     runs,
     system,
+    thread_protocol,
     thread_stream,
     threads,
     unsupported,
@@ -54,7 +55,7 @@ def create_app(config: AppConfig) -> FastAPI:
     install_openapi(app)
     for module in (system, auth_routes, key_routes, oidc_routes):
         app.include_router(module.router)
-    for module in (assistants, threads, thread_stream, runs):
+    for module in (assistants, threads, thread_stream, thread_protocol, runs):
         app.include_router(module.router)
     app.include_router(files.router)
     app.include_router(models.router)

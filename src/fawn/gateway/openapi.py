@@ -209,6 +209,7 @@ _SUCCESS: dict[tuple[str, str], dict[str, Any]] = {
     ("post", "/runs/stream"): _EVENT_STREAM,
     ("get", "/threads/{thread_id}/runs/{run_id}/stream"): _EVENT_STREAM,
     ("get", "/threads/{thread_id}/stream"): _EVENT_STREAM,
+    ("post", "/threads/{thread_id}/stream/events"): _EVENT_STREAM,
     ("get", "/api/threads/{thread_id}/artifacts/{path}"): {
         "200": {"description": "The file", **_FILE},
         "206": {"description": "The requested range of the file", **_FILE},

@@ -75,7 +75,7 @@ def _refuse_owner_keys(caller: Caller, body: RunCreate) -> None:
             )
 
 
-async def _admit(
+async def admit_run(
     services: Services, caller: Caller, thread_id: str | None, body: RunCreate
 ) -> tuple[RunRecord, RunSpec]:
     spec = _validate(services, caller, body, stateless=thread_id is None)
@@ -139,14 +139,14 @@ def _locations(run: RunRecord) -> dict[str, str]:
 async def _create(
     services: Services, caller: Caller, thread_id: str | None, body: RunCreate
 ) -> Response:
-    run, _ = await _admit(services, caller, thread_id, body)
+    run, _ = await admit_run(services, caller, thread_id, body)
     return JSON(run_json(run), headers=_locations(run))
 
 
 async def _stream(
     services: Services, caller: Caller, thread_id: str | None, body: RunCreate
 ) -> Response:
-    run, spec = await _admit(services, caller, thread_id, body)
+    run, spec = await admit_run(services, caller, thread_id, body)
     manager = services.runs
 
     def disconnected() -> None:
@@ -180,7 +180,7 @@ def _run_stream(
 async def _wait(
     services: Services, caller: Caller, thread_id: str | None, body: RunCreate
 ) -> Response:
-    run, spec = await _admit(services, caller, thread_id, body)
+    run, spec = await admit_run(services, caller, thread_id, body)
     on_leave = None
     if spec.on_disconnect == "cancel":
 
@@ -308,7 +308,7 @@ async def create_batch(
             raise InvalidInput(f"[{index}] {exc}", field=f"[{index}]") from exc
     runs = []
     for item in body:
-        run, _ = await _admit(services, caller, item.thread_id, item)
+        run, _ = await admit_run(services, caller, item.thread_id, item)
         runs.append(run_json(run))
     return JSON(runs)
 
