@@ -294,6 +294,12 @@ class AssistantSearch(Body):
     ) = None
 
 
+class AssistantVersions(Body):
+    metadata: Json | None = None
+    limit: JsonInt = Field(default=10, ge=1, le=1000)
+    offset: JsonInt = Field(default=0, ge=0, le=MAX_OFFSET)
+
+
 class AssistantCount(Body):
     metadata: Json | None = None
     graph_id: str | None = None

@@ -27,6 +27,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
+from fawn.agent.serialize import to_jsonable
 from fawn.runs.outcome import RunEnded
 from fawn.streams.events import StreamEvent, StreamGap
 
@@ -50,6 +51,8 @@ _RUN_BITS: Final = 32
 _EVENT_BITS: Final = 8
 _MAX_EVENT_ID: Final = (1 << (_RUN_BITS - _EVENT_BITS)) - 1
 _MAX_PART: Final = (1 << _EVENT_BITS) - 1
+#: the run stream events whose data the translation reads (the others pass through encoded)
+_INSPECTED: Final = frozenset({"error", "end", "updates", "messages", "checkpoints"})
 _END_STATUS: Final = {
     "success": "completed",
     "interrupted": "interrupted",
@@ -146,6 +149,8 @@ class ProtocolTranslator:
     def _event(self, run_id: str, name: str, data: Any) -> Iterator[tuple[str, Any]]:
         if "|" in name:  # a subgraph's event: fawn sends none on this protocol
             return
+        if name in _INSPECTED:  # events are kept encoded: these are read here
+            data = to_jsonable(data)
         if name == "metadata":
             self._failure.pop(run_id, None)
             yield "lifecycle", {"event": "running", "graph_name": GRAPH_NAME}
