@@ -16,6 +16,7 @@ from fawn.gateway.errors import install_error_handlers
 from fawn.gateway.openapi import install_openapi
 from fawn.gateway.routers import (
     assistants,
+    deerflow_app,
     files,
     models,
     run_events,
@@ -58,6 +59,7 @@ def create_app(config: AppConfig) -> FastAPI:
     for module in (assistants, threads, thread_stream, thread_protocol, runs):
         app.include_router(module.router)
     app.include_router(files.router)
+    app.include_router(deerflow_app.router)
     app.include_router(models.router)
     app.include_router(run_events.router)
     app.include_router(unsupported.router)

@@ -23,6 +23,7 @@ from starlette.routing import compile_path
 
 from fawn.agent.context import ReasoningEffort
 from fawn.agent.state import INPUT_NODE, STATE_CHANNELS
+from fawn.runs.spec import MODES
 
 
 class ErrorBody(BaseModel):
@@ -278,6 +279,8 @@ def _run_options(models: list[str]) -> dict[str, Any]:
             "subagent_enabled": nullable({"const": False}),
             "max_concurrent_subagents": nullable({"type": "integer", "minimum": 1, "maximum": 16}),
             "agent_name": nullable({"const": "lead_agent"}),
+            # DeerFlow's chat mode: defaults for the options above (see fawn.runs.spec.MODES)
+            "mode": nullable({"type": "string", "enum": list(MODES)}),
             # the server sets these itself: a client's values are dropped
             **dict.fromkeys(("thread_id", "run_id", "user_id"), _JSON_VALUE_REF),
             "checkpoint_ns": _JSON_VALUE_REF,
