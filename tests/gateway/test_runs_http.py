@@ -185,6 +185,7 @@ async def test_bad_last_event_id_is_400(
     assert (response.status_code, response.json()) == (
         400,
         problem(
-            "Last-Event-ID must be a non-negative integer event id, got 'abc'", "invalid_cursor"
+            "Last-Event-ID must be a non-negative integer event id (or -1: all), got 'abc'",
+            "invalid_cursor",
         ),
     )

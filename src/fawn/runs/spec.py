@@ -41,7 +41,6 @@ _OPTION_TYPES: dict[str, type | tuple[type, ...]] = {
     "subagent_enabled": bool,
     "max_concurrent_subagents": int,
     "agent_name": str,
-    "mode": str,
 }
 #: DeerFlow's chat modes, as its web app sends them (``context.mode``): what each turns on.
 #: These are defaults; an option the request also names (the app sends the same values
@@ -215,15 +214,16 @@ def parse_options(
         raise InvalidInput("config.configurable must be an object", field="config.configurable")
     # ``configurable`` is open (LangGraph passes it through); ``context`` is the graph's
     # context schema, so a key the agent does not read would silently do nothing.
-    unknown = sorted(set(context or {}) - set(_OPTION_TYPES) - SERVER_OWNED)
+    unknown = sorted(set(context or {}) - set(_OPTION_TYPES) - SERVER_OWNED - {"mode"})
     if unknown:
+        known = ", ".join([*_OPTION_TYPES, "mode"])
         raise InvalidInput(
-            f"context: unknown key(s) {', '.join(unknown)}; known: {', '.join(_OPTION_TYPES)}",
-            field="context",
+            f"context: unknown key(s) {', '.join(unknown)}; known: {known}", field="context"
         )
+    mode = None
     for source in (configurable, context or {}):
         merged.update({k: v for k, v in source.items() if k in _OPTION_TYPES})
-    mode = merged.pop("mode", None)
+        mode = source.get("mode", mode)
     if mode is not None:
         if not isinstance(mode, str) or mode not in MODES:
             raise InvalidInput(f"mode must be one of {', '.join(MODES)}", field="mode")
