@@ -66,6 +66,13 @@ _ROUTE_ERRORS: dict[tuple[str, str], tuple[int, ...]] = {
     ("delete", "/threads/{thread_id}/runs/{run_id}"): (409,),
     ("post", "/api/threads/{thread_id}/uploads"): (409,),
     ("get", "/api/threads/{thread_id}/artifacts/{path}"): (403, 416),
+    # DeerFlow's app routes for capabilities fawn does not have: writes are not_supported
+    ("post", "/api/skills/install"): (404,),
+    ("delete", "/api/memory"): (404,),
+    ("post", "/api/memory/facts"): (404,),
+    ("post", "/api/memory/import"): (404,),
+    ("put", "/api/mcp/config"): (404,),
+    ("get", "/api/agents/check"): (404,),
 }
 
 

@@ -12,12 +12,14 @@ the protocol wants; identity and reach are the HTTP layer's (401/403/404)."""
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import AsyncIterator, Mapping
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Response
-from pydantic import Field, ValidationError
+from pydantic import AfterValidator, Field, ValidationError, WithJsonSchema
+from pydantic_core import PydanticCustomError
 
 from fawn.agent.errors import AgentError
 from fawn.agent.serialize import dumps, to_jsonable
@@ -44,10 +46,25 @@ from fawn.streams.sse import HEARTBEAT_FRAME, SSE_HEADERS
 
 router = APIRouter(tags=["threads"])
 
-_CHANNEL = {
-    "type": "string",
-    "pattern": f"^({'|'.join(CHANNELS)}|custom:[^\\u0000]+)$",
-}
+_CHANNEL_PATTERN = f"^({'|'.join(CHANNELS)}|custom:[^\\u0000]+)$"
+_CHANNEL_RE = re.compile(f"({'|'.join(CHANNELS)}|custom:[^\x00]+)")
+
+
+def _channel(value: str) -> str:
+    if not _CHANNEL_RE.fullmatch(value):
+        raise PydanticCustomError(
+            "channel",
+            "unknown channel '{channel}': one of {known}, or custom:<name>",
+            {"channel": value[:80], "known": ", ".join(CHANNELS)},
+        )
+    return value
+
+
+Channel = Annotated[
+    str,
+    AfterValidator(_channel),
+    WithJsonSchema({"type": "string", "pattern": _CHANNEL_PATTERN}),
+]
 
 
 class ProtocolCommand(Body):
@@ -61,7 +78,7 @@ class ProtocolCommand(Body):
 class EventStreamRequest(Body):
     """Which events one stream carries (``since``: after this ``seq``)."""
 
-    channels: Annotated[list[str], Field(min_length=1, json_schema_extra={"items": _CHANNEL})]
+    channels: list[Channel] = Field(min_length=1)
     namespaces: list[list[str]] | None = None
     depth: JsonInt | None = Field(default=None, ge=0)
     since: JsonInt | None = Field(default=None, ge=0, le=2**53 - 1)
