@@ -110,6 +110,7 @@ class _Message:
 
     blocks: list[dict[str, Any]] = field(default_factory=list)
     open: bool = False
+    usage: Any = None
     tool_chunks: dict[Any, int] = field(default_factory=dict)
 
 
@@ -235,6 +236,8 @@ class ProtocolTranslator:
             message = self._messages[msg_id] = _Message()
             start = {"event": "message-start", "role": "ai", "id": msg_id}
             yield "messages", {**start, "metadata": _message_metadata(chunk, metadata)}
+        if chunk.get("usage_metadata"):  # it comes in its own chunk, before the last
+            message.usage = chunk["usage_metadata"]
         text = _text(chunk.get("content"))
         if text:
             yield from self._append(message, "text", None, text)
@@ -244,7 +247,7 @@ class ProtocolTranslator:
             for call in chunk.get("tool_calls") or []:
                 yield from self._append(message, "tool_call_chunk", call, json.dumps(call["args"]))
         if chunk.get("type") == "ai" or chunk.get("chunk_position") == "last":
-            yield from self._finish(msg_id, chunk.get("usage_metadata"))
+            yield from self._finish(msg_id)
 
     def _append(
         self, message: _Message, kind: str, call: Any, delta: str
@@ -295,19 +298,19 @@ class ProtocolTranslator:
             }
         yield "messages", {"event": "content-block-finish", "index": index, "content": final}
 
-    def _finish(self, msg_id: str, usage: Any) -> Iterator[tuple[str, Any]]:
+    def _finish(self, msg_id: str) -> Iterator[tuple[str, Any]]:
         message = self._messages.pop(msg_id, None)
         if message is None:
             return
         yield from self._close_block(message)
         finished: dict[str, Any] = {"event": "message-finish"}
-        if isinstance(usage, Mapping):
-            finished["usage"] = dict(usage)
+        if isinstance(message.usage, Mapping):
+            finished["usage"] = dict(message.usage)
         yield "messages", finished
 
     def _close_messages(self) -> Iterator[tuple[str, Any]]:
         for msg_id in list(self._messages):
-            yield from self._finish(msg_id, None)
+            yield from self._finish(msg_id)
 
 
 def _lifecycle(status: str, error: str | None) -> tuple[str, Any]:
