@@ -257,6 +257,8 @@ async def test_uploads_wait_for_a_thread_not_created_yet(server: LiveServer) -> 
         uploaded = await http.post(
             f"/api/threads/{tid}/uploads", files=[("files", ("a.txt", b"a"))]
         )
+        spare = await http.post(f"/api/threads/{tid}/uploads", files=[("files", ("b.txt", b"b"))])
+        removed = await http.delete(f"/api/threads/{tid}/uploads/b.txt")
         listed = await http.get(f"/api/threads/{tid}/uploads/list")
         limits = await http.get(f"/api/threads/{tid}/uploads/limits")
         missing = await http.get(f"/threads/{tid}")
@@ -266,6 +268,10 @@ async def test_uploads_wait_for_a_thread_not_created_yet(server: LiveServer) -> 
         bad = await http.post("/api/threads/no!/uploads", files=[("files", ("a.txt", b"a"))])
     assert uploaded.status_code == 200
     assert uploaded.json()["files"] == [entry("a.txt", 1)]
+    assert (spare.status_code, removed.json()) == (
+        200,
+        {"success": True, "message": "Deleted b.txt"},
+    )
     assert listed.json() == {"files": [entry("a.txt", 1)], "count": 1}
     assert limits.json() == {
         "max_files": 20,

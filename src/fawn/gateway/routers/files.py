@@ -189,7 +189,7 @@ async def upload_limits(thread_id: str, services: ServicesDep, caller: CallerDep
 async def remove_upload(
     thread_id: str, filename: str, services: ServicesDep, caller: CallerDep
 ) -> Response:
-    paths = await _thread_paths(services, caller, thread_id, "update")
+    paths = await _reserved_paths(services, caller, thread_id, "update")
     await asyncio.to_thread(delete_upload, paths, filename)
     return JSON({"success": True, "message": f"Deleted {filename}"})
 
