@@ -23,7 +23,7 @@ from starlette.routing import compile_path
 
 from fawn.agent.context import ReasoningEffort
 from fawn.agent.state import INPUT_NODE, STATE_CHANNELS
-from fawn.runs.spec import MODES
+from fawn.runs.spec import MAX_CONCURRENT_SUBAGENTS, MODES
 
 
 class ErrorBody(BaseModel):
@@ -284,7 +284,9 @@ def _run_options(models: list[str]) -> dict[str, Any]:
             ),
             "is_plan_mode": nullable({"type": "boolean"}),
             "subagent_enabled": nullable({"const": False}),
-            "max_concurrent_subagents": nullable({"type": "integer", "minimum": 1, "maximum": 16}),
+            "max_concurrent_subagents": nullable(
+                {"type": "integer", "minimum": 1, "maximum": MAX_CONCURRENT_SUBAGENTS}
+            ),
             "agent_name": nullable({"const": "lead_agent"}),
             # DeerFlow's chat mode: defaults for the options above (see fawn.runs.spec.MODES)
             "mode": nullable({"type": "string", "enum": list(MODES)}),

@@ -169,13 +169,21 @@ async def memory_status(caller: CallerDep) -> Response:
     return JSON({"config": _MEMORY_CONFIG, "data": _EMPTY_MEMORY})
 
 
+_MEMORY_OFF = "memory is disabled: fawn keeps no memory across threads"
+
+
 @router.api_route("/api/memory", methods=["DELETE"])
 @router.api_route("/api/memory/facts", methods=["POST"])
-@router.api_route("/api/memory/facts/{fact_id}", methods=["PATCH", "DELETE"])
 @router.api_route("/api/memory/import", methods=["POST"])
 async def memory_write(caller: CallerDep) -> Response:
     del caller
-    raise NotSupported("memory is disabled: fawn keeps no memory across threads")
+    raise NotSupported(_MEMORY_OFF)
+
+
+@router.api_route("/api/memory/facts/{fact_id}", methods=["PATCH", "DELETE"])
+async def memory_fact_write(fact_id: str, caller: CallerDep) -> Response:
+    del caller, fact_id
+    raise NotSupported(_MEMORY_OFF)
 
 
 @router.get("/api/mcp/config")
