@@ -22,6 +22,9 @@ from tests.auth.run_matrix import (
 )
 from tests.support.live import LiveServer
 
+#: what every run writes into its thread's metadata (as the LangGraph server does)
+RUN_STAMP = {"graph_id": "lead_agent", "assistant_id": "bee7d354-5df5-5f26-a978-10ea053f620d"}
+
 
 @pytest.mark.timeout(600)
 @pytest.mark.parametrize("route", RUN_ROUTES, ids=lambda r: r.name)
@@ -87,6 +90,7 @@ async def test_stateless_and_created_threads_belong_to_the_caller(
     assert (await alice.sdk.threads.get(tid))["metadata"] == {
         "user_id": alice.user_id,
         "stateless": True,
+        **RUN_STAMP,
     }
     with pytest.raises(NotFoundError):
         await bob.sdk.threads.get(tid)
@@ -97,7 +101,7 @@ async def test_stateless_and_created_threads_belong_to_the_caller(
         if_not_exists="create",
     )
     thread = await alice.sdk.threads.get(created["thread_id"])
-    assert thread["metadata"] == {"user_id": alice.user_id}
+    assert thread["metadata"] == {"user_id": alice.user_id, **RUN_STAMP}
     # another user cannot run on it, nor create it again under their name
     for if_not_exists in ("reject", "create"):
         with pytest.raises(NotFoundError):

@@ -29,7 +29,7 @@ LEAD_AGENT_ID = str(uuid.uuid5(uuid.UUID("6ba7b821-9dad-11d1-80b4-00c04fd430c8")
 REPLY = "hello there friend"
 
 
-@pytest.mark.parametrize("mode", ["events", "nonsense"])
+@pytest.mark.parametrize("mode", ["event", "nonsense"])
 async def test_unsupported_stream_mode_is_422_listing_supported(
     server: LiveServer, mode: str
 ) -> None:
@@ -47,7 +47,7 @@ async def test_unsupported_stream_mode_is_422_listing_supported(
     assert response.status_code == 422
     assert response.json() == problem(
         f"unsupported stream_mode {mode}; supported: values, updates, messages, "
-        "messages-tuple, custom, debug, tasks, checkpoints",
+        "messages-tuple, custom, debug, tasks, checkpoints, events",
         "invalid_input",
     )
     assert runs.json() == []
@@ -139,7 +139,7 @@ async def test_create_response_headers(server: LiveServer, stub: Any, key: str) 
         ({"context": {"colour": "red"}}, containing("context: unknown key(s) colour")),
         ({"command": {"resume": 1}, "input": user("x")}, "give either input or command, not both"),
         ({"bogus": 1}, "bogus: unsupported field"),
-        ({"stream_mode": "events"}, containing("unsupported stream_mode events; supported: ")),
+        ({"stream_mode": "event"}, containing("unsupported stream_mode event; supported: ")),
         ({"multitask_strategy": "sometimes"}, containing("multitask_strategy: ")),
     ],
 )
@@ -185,6 +185,7 @@ async def test_bad_last_event_id_is_400(
     assert (response.status_code, response.json()) == (
         400,
         problem(
-            "Last-Event-ID must be a non-negative integer event id, got 'abc'", "invalid_cursor"
+            "Last-Event-ID must be a non-negative integer event id (or -1: all), got 'abc'",
+            "invalid_cursor",
         ),
     )

@@ -31,20 +31,9 @@ async def test_unknown_route_is_404_with_detail(server: LiveServer) -> None:
 
 async def test_unimplemented_langgraph_routes_say_so(server: LiveServer) -> None:
     async with httpx.AsyncClient(base_url=server.url) as http:
-        commands = await http.post("/threads/t1/commands", json={})
-        events = await http.post("/threads/t1/stream/events", json={})
         crons = await http.post("/runs/crons/search", json={})
         store = await http.put("/store/items", json={})
-    assert [r.status_code for r in (commands, events, crons, store)] == [404] * 4
-    assert (
-        commands.json()
-        == events.json()
-        == problem(
-            "not supported by fawn: the thread-stream protocol (client.threads.stream) "
-            "is not implemented; use client.runs.stream or client.threads.join_stream",
-            "not_supported",
-        )
-    )
+    assert [r.status_code for r in (crons, store)] == [404] * 2
     assert crons.json() == problem(
         "not supported by fawn: crons are not implemented", "not_supported"
     )

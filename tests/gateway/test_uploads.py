@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -11,6 +12,7 @@ import httpx
 import pytest
 
 from tests.conftest import base_config
+from tests.runs.runs_helpers import pattern
 from tests.support.live import LiveServer
 from tests.support.openai_stub import StubServerThread
 from tests.support.problems import problem
@@ -48,11 +50,16 @@ def uploads_dir(server: LiveServer, thread_id: str) -> Path:
 
 
 def entry(name: str, size: int) -> dict[str, object]:
+    """An upload as the routes answer it (DeerFlow's app reads ``virtual_path`` and
+    ``artifact_url``)."""
+    url = rf"/api/threads/[A-Za-z0-9_-]+/artifacts/mnt/user-data/uploads/{re.escape(name)}"
     return {
         "filename": name,
         "size": size,
         "path": f"/mnt/user-data/uploads/{name}",
         "extension": os.path.splitext(name)[1].lower(),
+        "virtual_path": f"/mnt/user-data/uploads/{name}",
+        "artifact_url": pattern(url, f"<artifact url of {name}>"),
     }
 
 
@@ -83,6 +90,7 @@ async def test_upload_list_and_delete(server: LiveServer) -> None:
             "success": True,
             "files": [entry("notes.txt", 5)],
             "message": "Successfully uploaded 1 file(s)",
+            "skipped_files": [],
         },
     )
     assert (several.status_code, several.json()) == (
@@ -96,6 +104,7 @@ async def test_upload_list_and_delete(server: LiveServer) -> None:
                 entry("SCAN.PDF", 4),
             ],
             "message": "Successfully uploaded 4 file(s)",
+            "skipped_files": [],
         },
     )
     assert (listed.status_code, listed.json()) == (
@@ -180,6 +189,7 @@ async def test_filenames_are_reduced_to_safe_base_names(server: LiveServer) -> N
                 entry("résumé.txt", 6),
             ],
             "message": "Successfully uploaded 6 file(s)",
+            "skipped_files": [],
         },
     )
     thread_dir = server.data_dir / "threads" / tid
@@ -239,19 +249,40 @@ async def test_a_symlink_in_uploads_is_never_written_through_or_listed(
     assert sorted(os.listdir(uploads_dir(server, tid))) == ["etc", "link.txt", "ok.txt"]
 
 
-async def test_unknown_thread_is_404_everywhere_and_creates_nothing(server: LiveServer) -> None:
+async def test_uploads_wait_for_a_thread_not_created_yet(server: LiveServer) -> None:
+    """DeerFlow's app uploads a new chat's files before it creates the thread: they are kept
+    for that thread (no thread is created); artifacts of a missing thread stay 404."""
     tid = str(uuid.uuid4())
     async with httpx.AsyncClient(base_url=server.url) as http:
-        responses = [
-            await http.post(f"/api/threads/{tid}/uploads", files=[("files", ("a.txt", b"a"))]),
-            await http.get(f"/api/threads/{tid}/uploads"),
-            await http.delete(f"/api/threads/{tid}/uploads/a.txt"),
-            await http.get(f"/api/threads/{tid}/artifacts/mnt/user-data/outputs/a.txt"),
-        ]
-    assert [(r.status_code, r.json()) for r in responses] == [
-        (404, problem(f"thread {tid} not found", "not_found"))
-    ] * 4
-    assert not (server.data_dir / "threads" / tid).exists()
+        uploaded = await http.post(
+            f"/api/threads/{tid}/uploads", files=[("files", ("a.txt", b"a"))]
+        )
+        spare = await http.post(f"/api/threads/{tid}/uploads", files=[("files", ("b.txt", b"b"))])
+        removed = await http.delete(f"/api/threads/{tid}/uploads/b.txt")
+        listed = await http.get(f"/api/threads/{tid}/uploads/list")
+        limits = await http.get(f"/api/threads/{tid}/uploads/limits")
+        missing = await http.get(f"/threads/{tid}")
+        artifact = await http.get(f"/api/threads/{tid}/artifacts/mnt/user-data/outputs/a.txt")
+        created = await http.post("/threads", json={"thread_id": tid})
+        after = await http.get(f"/api/threads/{tid}/uploads")
+        bad = await http.post("/api/threads/no!/uploads", files=[("files", ("a.txt", b"a"))])
+    assert uploaded.status_code == 200
+    assert uploaded.json()["files"] == [entry("a.txt", 1)]
+    assert (spare.status_code, removed.json()) == (
+        200,
+        {"success": True, "message": "Deleted b.txt"},
+    )
+    assert listed.json() == {"files": [entry("a.txt", 1)], "count": 1}
+    assert limits.json() == {
+        "max_files": 20,
+        "max_file_size": 50 * 1024 * 1024,
+        "max_total_size": 20 * 50 * 1024 * 1024,
+    }
+    assert (missing.status_code, artifact.status_code) == (404, 404)
+    assert artifact.json() == problem(f"thread {tid} not found", "not_found")
+    assert created.status_code == 200
+    assert after.json() == {"files": [entry("a.txt", 1)], "count": 1}
+    assert (bad.status_code, bad.json()["code"]) == (422, "invalid_input")
 
 
 @pytest.mark.parametrize(

@@ -139,8 +139,9 @@ class Lead:
         return cls(Path(server.data_dir).resolve(), tid)
 
     def thread_data(self) -> dict[str, str]:
-        base = self.data_dir / "threads" / self.tid / "user-data"
-        return {f"{name}_path": str(base / name) for name in ("workspace", "uploads", "outputs")}
+        """Virtual paths: no host path reaches a client."""
+        base = "/mnt/user-data"
+        return {f"{name}_path": f"{base}/{name}" for name in ("workspace", "uploads", "outputs")}
 
     def before_agent(self) -> list[Step]:
         return [

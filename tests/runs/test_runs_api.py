@@ -289,7 +289,9 @@ async def test_stateless_create_keep_leaves_the_thread(
     final = await client.runs.join(tid, run["run_id"])
     assert final == Lead.of(server, tid).state(human(key), ai_invoked("kept"), title=TITLE)
     thread = await client.threads.get(tid)
-    assert (thread["status"], thread["metadata"]) == ("idle", {"stateless": True})
+    # the run stamps its graph and assistant on the thread, as the LangGraph server does
+    stamp = {"graph_id": "lead_agent", "assistant_id": LEAD_AGENT_ID}
+    assert (thread["status"], thread["metadata"]) == ("idle", {"stateless": True, **stamp})
     assert (await client.runs.get(tid, run["run_id"]))["status"] == "success"
 
 

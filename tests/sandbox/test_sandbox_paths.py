@@ -85,10 +85,10 @@ def test_thread_paths_layout(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) ->
         outputs=root / "outputs",
     )
     assert paths.thread_dir == tmp_path / "data" / "threads" / "t1"
-    assert paths.as_state() == {
-        "workspace_path": str(root / "workspace"),
-        "uploads_path": str(root / "uploads"),
-        "outputs_path": str(root / "outputs"),
+    assert paths.as_state() == {  # what clients see: no host path
+        "workspace_path": "/mnt/user-data/workspace",
+        "uploads_path": "/mnt/user-data/uploads",
+        "outputs_path": "/mnt/user-data/outputs",
     }
     assert not root.exists()
     assert paths.ensure() is paths

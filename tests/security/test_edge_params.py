@@ -82,7 +82,9 @@ async def test_the_largest_run_offset_is_an_empty_page(server: LiveServer) -> No
         (str(2**63), f"Last-Event-ID {2**63} is out of range (at most {MAX_EVENT_ID})"),
         (
             "x" * 5000,
-            "Last-Event-ID must be a non-negative integer event id, got '" + "x" * 40 + "'",
+            "Last-Event-ID must be a non-negative integer event id (or -1: all), got '"
+            + "x" * 40
+            + "'",
         ),
     ],
 )

@@ -199,6 +199,10 @@ SERVER_CHANNELS: frozenset[str] = frozenset({"sandbox", "thread_data", "delegati
 #: Channels a client may write through ``threads.update_state``.
 STATE_CHANNELS: frozenset[str] = frozenset({"messages", *CHANNEL_TYPES})
 
+#: The pseudo-node a state update names to be written as the graph's input (LangGraph's
+#: ``update_state``/``bulk_update_state`` treat it so; it is not a node of the graph).
+INPUT_NODE = "__input__"
+
 
 def validate_update(values: Mapping[str, Any]) -> None:
     """Raise :class:`InvalidStateUpdate` naming the first channel that is unknown, owned by

@@ -16,11 +16,13 @@ from fawn.gateway.errors import install_error_handlers
 from fawn.gateway.openapi import install_openapi
 from fawn.gateway.routers import (
     assistants,
+    deerflow_app,
     files,
     models,
     run_events,
     runs,
     system,
+    thread_protocol,
     thread_stream,
     threads,
     unsupported,
@@ -54,9 +56,10 @@ def create_app(config: AppConfig) -> FastAPI:
     install_openapi(app)
     for module in (system, auth_routes, key_routes, oidc_routes):
         app.include_router(module.router)
-    for module in (assistants, threads, thread_stream, runs):
+    for module in (assistants, threads, thread_stream, thread_protocol, runs):
         app.include_router(module.router)
     app.include_router(files.router)
+    app.include_router(deerflow_app.router)
     app.include_router(models.router)
     app.include_router(run_events.router)
     app.include_router(unsupported.router)

@@ -22,9 +22,9 @@ from pydantic import BaseModel, ConfigDict
 from starlette.routing import compile_path
 
 from fawn.agent.context import ReasoningEffort
-from fawn.agent.state import CHANNEL_TYPES, STATE_CHANNELS
+from fawn.agent.state import CHANNEL_TYPES, INPUT_NODE, STATE_CHANNELS
 from fawn.gateway.auth.paths import AUTH_PREFIX, is_public
-from fawn.runs.spec import MAX_CONCURRENT_SUBAGENTS
+from fawn.runs.spec import MAX_CONCURRENT_SUBAGENTS, MODES
 
 
 class ErrorBody(BaseModel):
@@ -72,6 +72,13 @@ _ROUTE_ERRORS: dict[tuple[str, str], tuple[int, ...]] = {
     ("post", "/api/threads/{thread_id}/uploads"): (409,),
     ("get", "/api/threads/{thread_id}/artifacts/{path}"): (403, 416),
     ("get", "/api/threads/{thread_id}/runs/{run_id}/changes"): (409,),
+    # DeerFlow's app routes for capabilities fawn does not have: writes are not_supported
+    ("post", "/api/skills/install"): (404,),
+    ("delete", "/api/memory"): (404,),
+    ("post", "/api/memory/facts"): (404,),
+    ("post", "/api/memory/import"): (404,),
+    ("put", "/api/mcp/config"): (404,),
+    ("get", "/api/agents/check"): (404,),
 }
 
 
@@ -225,6 +232,7 @@ _SUCCESS: dict[tuple[str, str], dict[str, Any]] = {
     ("post", "/runs/stream"): _EVENT_STREAM,
     ("get", "/threads/{thread_id}/runs/{run_id}/stream"): _EVENT_STREAM,
     ("get", "/threads/{thread_id}/stream"): _EVENT_STREAM,
+    ("post", "/threads/{thread_id}/stream/events"): _EVENT_STREAM,
     ("get", "/api/threads/{thread_id}/artifacts/{path}"): {
         "200": {"description": "The file", **_FILE},
         "206": {"description": "The requested range of the file", **_FILE},
@@ -239,6 +247,8 @@ def _name_nodes(app: FastAPI, schemas: dict[str, Any]) -> None:
     if services is None:
         return
     nodes = {"type": "string", "enum": sorted(services.agent.graph.nodes)}
+    # ``__input__``: an update written as the graph's input (LangGraph's bulk update)
+    updaters = {"type": "string", "enum": sorted([*services.agent.graph.nodes, INPUT_NODE])}
     models = [m.name for m in services.config.models]
     channels = {
         "type": "object",
@@ -246,7 +256,7 @@ def _name_nodes(app: FastAPI, schemas: dict[str, Any]) -> None:
         "additionalProperties": False,
     }
     for name in ("StateUpdate", "SuperstepUpdate"):
-        _narrow(schemas, name, "as_node", nodes)
+        _narrow(schemas, name, "as_node", updaters)
         _narrow(schemas, name, "values", {"anyOf": [channels, {"type": "null"}]})
     breakpoints = {"anyOf": [{"const": "*"}, {"type": "array", "items": nodes}]}
     options = _run_options(models)
@@ -306,6 +316,8 @@ def _run_options(models: list[str]) -> dict[str, Any]:
                 {"type": "integer", "minimum": 1, "maximum": MAX_CONCURRENT_SUBAGENTS}
             ),
             "agent_name": nullable({"const": "lead_agent"}),
+            # DeerFlow's chat mode: defaults for the options above (see fawn.runs.spec.MODES)
+            "mode": nullable({"type": "string", "enum": list(MODES)}),
             # the server sets these itself: a client's values are dropped
             **dict.fromkeys(("thread_id", "run_id", "user_id"), _JSON_VALUE_REF),
             "checkpoint_ns": _JSON_VALUE_REF,

@@ -15,6 +15,7 @@ from pydantic import (
     Field,
     WithJsonSchema,
     field_validator,
+    model_validator,
 )
 from pydantic_core import PydanticCustomError
 
@@ -214,6 +215,12 @@ class StateUpdate(Body):
     checkpoint: CheckpointBody | None = None
 
 
+class StatePatch(Body):
+    """``threads.patch_state``: metadata merged into the latest checkpoint's."""
+
+    metadata: Json
+
+
 class StateAtCheckpoint(Body):
     checkpoint: CheckpointBody
     subgraphs: bool = False
@@ -246,9 +253,15 @@ HistoryFilter = Annotated[
 ]
 
 
+class CheckpointConfig(Body):
+    """A checkpoint given as a run config (the JS SDK's ``Config``: ``{configurable: {...}}``)."""
+
+    configurable: CheckpointBody
+
+
 class HistoryQuery(Body):
     limit: JsonInt = Field(default=10, ge=1, le=1000)
-    before: str | CheckpointBody | None = None
+    before: str | CheckpointBody | CheckpointConfig | None = None
     metadata: HistoryFilter | None = None
     checkpoint: CheckpointBody | None = None
     select: list[StateField] | None = None
@@ -279,6 +292,12 @@ class AssistantSearch(Body):
         ]
         | None
     ) = None
+
+
+class AssistantVersions(Body):
+    metadata: Json | None = None
+    limit: JsonInt = Field(default=10, ge=1, le=1000)
+    offset: JsonInt = Field(default=0, ge=0, le=MAX_OFFSET)
 
 
 class AssistantCount(Body):
@@ -468,6 +487,21 @@ class RunBatchItem(RunCreate):
     )
 
     thread_id: ThreadId | None = None
+    #: The JS SDK's ``runs.createBatch`` spreads each payload as given (``assistantId``) and
+    #: adds ``assistant_id``: the camelCase copy is accepted when it names the same assistant
+    #: (by graph name or by id).
+    assistantId: AssistantId | None = None
+
+    @model_validator(mode="after")
+    def _same_assistant(self) -> RunBatchItem:
+        same = {self.assistantId, self.assistant_id} <= {LEAD_AGENT, LEAD_AGENT_ID}
+        if self.assistantId is not None and self.assistantId != self.assistant_id and not same:
+            raise PydanticCustomError(
+                "assistant_mismatch",
+                "assistantId ('{given}') and assistant_id ('{named}') name different assistants",
+                {"given": self.assistantId, "named": self.assistant_id},
+            )
+        return self
 
 
 class RunCancelMany(Body):

@@ -22,7 +22,13 @@ from fawn.runs.errors import InvalidInput
 from fawn.runs.following import RunItem, ThreadItem
 from fawn.runs.outcome import RunEnded
 from fawn.streams.events import Heartbeat, StreamEvent, StreamGap
-from fawn.streams.sse import HEARTBEAT_FRAME, SSE_HEADERS, encode_event, encode_gap
+from fawn.streams.sse import (
+    HEARTBEAT_FRAME,
+    REPLAY_ALL,
+    SSE_HEADERS,
+    encode_event,
+    encode_gap,
+)
 
 #: events every subscriber gets, whatever stream modes it asked to see
 _CONTROL_EVENTS = frozenset({"metadata", "error", "end"})
@@ -193,7 +199,9 @@ def parse_thread_modes(raw: Sequence[str] | None) -> frozenset[str]:
 
 
 def parse_thread_cursor(raw: str | None) -> tuple[str, int] | None:
-    if not raw:
+    """``<run_id>:<event id>``; absent, empty or ``-1`` (the JS SDK's "everything") mean
+    from the start."""
+    if not raw or raw.strip() == REPLAY_ALL:
         return None
     run_id, sep, event_id = raw.rpartition(":")
     # ASCII digits only: str.isdigit() also takes '²', which int() refuses

@@ -7,6 +7,10 @@ Graph chunks become events named as the LangGraph server names them.
 own ``messages`` mode accumulates chunks per message id and sends ``messages/metadata`` once,
 then ``messages/partial`` with the whole message so far, and ``messages/complete`` for
 messages that arrive whole.
+
+``events`` is LangChain's ``astream_events`` (v2): every callback event of the run (model,
+tool, chain start/stream/end), each sent as it is; the graph's own stream rides along in the
+root's ``on_chain_stream`` events and goes out as the other modes' events.
 """
 
 from __future__ import annotations
@@ -26,7 +30,11 @@ class LangGraphStreamRenderer:
     """The :class:`fawn.runs.events.StreamRenderer` of the LangGraph wire."""
 
     def graph_modes(self, spec: RunSpec) -> list[str]:
-        return graph_modes(spec.stream_modes)
+        # ``events`` alone still needs a graph mode to drive the graph: the translator drops it
+        return graph_modes(spec.stream_modes) or ["values"]
+
+    def wants_callbacks(self, spec: RunSpec) -> bool:
+        return CALLBACK_EVENTS in spec.stream_modes
 
     def translator(self, spec: RunSpec) -> EventTranslator:
         return EventTranslator(spec.stream_modes, subgraphs=spec.stream_subgraphs)
@@ -46,10 +54,16 @@ def error_json(error: RunError) -> dict[str, str]:
     return {"error": error.error, "message": error.message}
 
 
+#: The API stream mode of LangChain's callback events (not a LangGraph stream mode).
+CALLBACK_EVENTS = "events"
+
+
 def graph_modes(requested: Sequence[str]) -> list[str]:
     """The LangGraph stream modes needed to produce the requested API modes."""
     modes: list[str] = []
     for mode in requested:
+        if mode == CALLBACK_EVENTS:
+            continue
         lg = "messages" if mode in ("messages", "messages-tuple") else mode
         if lg not in modes:
             modes.append(lg)
@@ -59,6 +73,7 @@ def graph_modes(requested: Sequence[str]) -> list[str]:
 class EventTranslator:
     def __init__(self, requested: Sequence[str], *, subgraphs: bool) -> None:
         self._requested = set(requested)
+        self._graph_modes = set(graph_modes(requested))
         self._subgraphs = subgraphs
         self._partial: dict[str, BaseMessageChunk] = {}
 
@@ -67,11 +82,17 @@ class EventTranslator:
             namespace, mode, data = chunk
         else:
             namespace, (mode, data) = (), chunk
+        if mode not in self._graph_modes:
+            return
         suffix = "".join(f"|{part}" for part in namespace)
         if mode == "messages":
             yield from self._messages(data, suffix)
         else:
             yield mode + suffix, _payload(data)
+
+    def translate_callback(self, event: Any) -> Iterator[tuple[str, Any]]:
+        if CALLBACK_EVENTS in self._requested:
+            yield CALLBACK_EVENTS, _payload(event)
 
     def _messages(self, data: Any, suffix: str) -> Iterator[tuple[str, Any]]:
         message, metadata = data

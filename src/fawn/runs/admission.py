@@ -79,10 +79,12 @@ class Admission:
         if_not_exists: Literal["create", "reject"] = "reject",
         scope: Scope = SYSTEM,
         thread_metadata: Mapping[str, Any] | None = None,
+        thread_stamp: Mapping[str, Any] | None = None,
     ) -> RunRecord:
         """Admit a run on ``thread_id`` (``None``: a stateless run on a temporary thread),
         which ``scope`` must reach; a thread created for it belongs to ``scope.user_id`` and
-        carries ``thread_metadata``."""
+        carries ``thread_metadata``. ``thread_stamp`` is server-owned metadata written onto
+        the thread, new or not (which graph and assistant ran on it)."""
         if self._shutdown.draining.is_set():
             raise Draining("this worker is shutting down and admits no new runs; retry")
         self.check(spec)
@@ -108,6 +110,7 @@ class Admission:
                     multitask_strategy=spec.multitask_strategy,
                     spec=spec.to_json(),
                     user_id=spec.user_id,
+                    thread_stamp=dict(thread_stamp or {}),
                 ),
                 now=self._clock.now(),
                 create_thread=create,

@@ -44,3 +44,10 @@ class Draining(ServiceError):
 
     code = "draining"
     retryable = True
+
+
+class NotSupported(ServiceError):
+    """A capability fawn does not have (DeerFlow's memory writes, skills, custom agents):
+    refused as not found, saying which and why, never answered with a fake success."""
+
+    code = "not_supported"

@@ -22,10 +22,19 @@ class ChunkTranslator(Protocol):
         """The stream events for one chunk of ``graph.astream``."""
         ...
 
+    def translate_callback(self, event: Any) -> Iterable[Event]:
+        """The stream events for one LangChain callback event (``astream_events`` v2) that
+        is not a chunk of the graph's own stream (runs that asked for ``events``)."""
+        ...
+
 
 class StreamRenderer(Protocol):
     def graph_modes(self, spec: RunSpec) -> list[str]:
         """The LangGraph stream modes that produce the modes the run asked for."""
+        ...
+
+    def wants_callbacks(self, spec: RunSpec) -> bool:
+        """Whether the run streams LangChain's callback events (``astream_events``)."""
         ...
 
     def translator(self, spec: RunSpec) -> ChunkTranslator:

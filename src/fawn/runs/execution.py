@@ -103,20 +103,33 @@ class GraphExecution:
         await self._workspace.before(run.thread_id, run.run_id, scope.evidence)
         translator = self._renderer.translator(spec)
         extra: dict[str, Any] = {"durability": spec.durability or self._durability}
-        chunks = self._agent.graph.astream(
-            spec.graph_input(),
-            self._config(run, scope),
-            context=scope.context,
-            stream_mode=self._renderer.graph_modes(spec),  # type: ignore[arg-type]
-            subgraphs=spec.stream_subgraphs,
-            interrupt_before=spec.interrupt_before,
-            interrupt_after=spec.interrupt_after,
+        options: dict[str, Any] = {
+            "context": scope.context,
+            "stream_mode": self._renderer.graph_modes(spec),
+            "subgraphs": spec.stream_subgraphs,
+            "interrupt_before": spec.interrupt_before,
+            "interrupt_after": spec.interrupt_after,
             **extra,
-        )
+        }
+        config = self._config(run, scope)
+        callbacks = self._renderer.wants_callbacks(spec)
+        if callbacks:
+            # The graph's own chunks ride in the root's on_chain_stream events.
+            chunks = self._agent.graph.astream_events(
+                spec.graph_input(), config, version="v2", **options
+            )
+        else:
+            chunks = self._agent.graph.astream(spec.graph_input(), config, **options)
         run.graph_stream = cast(AsyncGenerator[Any, None], chunks)
         try:
             async for chunk in chunks:
-                for event, data in translator.translate(chunk):
+                if not callbacks:
+                    pairs = translator.translate(chunk)
+                elif _is_graph_chunk(chunk):
+                    pairs = translator.translate(chunk["data"]["chunk"])
+                else:
+                    pairs = translator.translate_callback(chunk)
+                for event, data in pairs:
                     publisher.send(event, data)
         except GraphRecursionError as exc:
             return Outcome(status="error", stop_reason="recursion_limit", error=RunError.of(exc))
@@ -144,6 +157,11 @@ class GraphExecution:
         if marked is not None:
             return Outcome(status="error", stop_reason="model_error", error=marked)
         return Outcome(status="success", stop_reason=_stop_reason(snapshot.values))
+
+
+def _is_graph_chunk(event: Any) -> bool:
+    """A callback event carrying a chunk of the graph's own stream (the root's stream)."""
+    return event.get("event") == "on_chain_stream" and not event.get("parent_ids")
 
 
 def _last_ai_kwargs(values: Any) -> dict[str, Any]:

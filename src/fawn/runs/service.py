@@ -90,6 +90,7 @@ class RunService:
         if_not_exists: Literal["create", "reject"] = "reject",
         scope: Scope = SYSTEM,
         thread_metadata: Mapping[str, Any] | None = None,
+        thread_stamp: Mapping[str, Any] | None = None,
     ) -> RunRecord:
         run = await self._admission.admit(
             thread_id,
@@ -97,6 +98,7 @@ class RunService:
             if_not_exists=if_not_exists,
             scope=scope,
             thread_metadata=thread_metadata,
+            thread_stamp=thread_stamp,
         )
         try:
             await self._dispatcher.start_now(run)

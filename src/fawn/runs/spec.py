@@ -25,6 +25,7 @@ StreamModeName = Literal[
     "debug",
     "tasks",
     "checkpoints",
+    "events",
 ]
 SUPPORTED_STREAM_MODES: tuple[str, ...] = get_args(StreamModeName)
 #: The most sub-agents a run may ask to have at once (``subagents.max_concurrent`` may lower it)
@@ -40,6 +41,30 @@ _OPTION_TYPES: dict[str, type | tuple[type, ...]] = {
     "subagent_enabled": bool,
     "max_concurrent_subagents": int,
     "agent_name": str,
+}
+#: DeerFlow's chat modes, as its web app sends them (``context.mode``): what each turns on.
+#: These are defaults; an option the request also names (the app sends the same values
+#: beside ``mode``) wins.
+MODES: dict[str, dict[str, Any]] = {
+    "flash": {"thinking_enabled": False, "is_plan_mode": False, "subagent_enabled": False},
+    "thinking": {
+        "thinking_enabled": True,
+        "is_plan_mode": False,
+        "subagent_enabled": False,
+        "reasoning_effort": "low",
+    },
+    "pro": {
+        "thinking_enabled": True,
+        "is_plan_mode": True,
+        "subagent_enabled": False,
+        "reasoning_effort": "medium",
+    },
+    "ultra": {
+        "thinking_enabled": True,
+        "is_plan_mode": True,
+        "subagent_enabled": True,
+        "reasoning_effort": "high",
+    },
 }
 #: values only the server sets; a client's copy is dropped at the boundary (refused when the
 #: server has identities: see the gateway's run routes)
@@ -189,14 +214,21 @@ def parse_options(
         raise InvalidInput("config.configurable must be an object", field="config.configurable")
     # ``configurable`` is open (LangGraph passes it through); ``context`` is the graph's
     # context schema, so a key the agent does not read would silently do nothing.
-    unknown = sorted(set(context or {}) - set(_OPTION_TYPES) - SERVER_OWNED)
+    unknown = sorted(set(context or {}) - set(_OPTION_TYPES) - SERVER_OWNED - {"mode"})
     if unknown:
+        known = ", ".join([*_OPTION_TYPES, "mode"])
         raise InvalidInput(
-            f"context: unknown key(s) {', '.join(unknown)}; known: {', '.join(_OPTION_TYPES)}",
-            field="context",
+            f"context: unknown key(s) {', '.join(unknown)}; known: {known}", field="context"
         )
+    mode = None
     for source in (configurable, context or {}):
         merged.update({k: v for k, v in source.items() if k in _OPTION_TYPES})
+        mode = source.get("mode", mode)
+    if mode is not None:
+        if not isinstance(mode, str) or mode not in MODES:
+            raise InvalidInput(f"mode must be one of {', '.join(MODES)}", field="mode")
+        named = {k: v for k, v in merged.items() if v is not None}
+        merged = {**MODES[mode], **named}
     for key, value in merged.items():
         expected = _OPTION_TYPES[key]
         if value is not None and (

@@ -12,18 +12,19 @@ import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 import anyio
 import anyio.to_thread
 from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.base import CheckpointMetadata
 from langgraph.errors import InvalidUpdateError
 from langgraph.types import StateSnapshot, StateUpdate
 
 from fawn.agent.graph import LeadAgent
 from fawn.agent.serialize import to_jsonable
 from fawn.agent.snapshots import pending_interrupts
-from fawn.agent.state import InvalidStateUpdate, validate_update
+from fawn.agent.state import INPUT_NODE, InvalidStateUpdate, validate_update
 from fawn.runs.errors import Conflict, InvalidInput, NotFound, ServiceError
 from fawn.sandbox.base import SandboxProvider
 from fawn.sandbox.errors import InvalidThreadId
@@ -46,6 +47,9 @@ from fawn.store.threads import (
 #: One superstep of ``threads.create(supersteps=...)``: ``(values, as_node)`` pairs applied
 #: together, as if those nodes had run in the same step.
 Superstep = Sequence[tuple[Any, str]]
+
+#: Checkpoint metadata LangGraph writes and reads back (history order, forks).
+CHECKPOINT_OWNED_METADATA = frozenset({"source", "step", "parents"})
 
 
 def thread_config(thread_id: str, checkpoint: Mapping[str, Any] | None = None) -> RunnableConfig:
@@ -339,6 +343,34 @@ class ThreadService:
         await held.save_state(thread_row(snapshot, to_jsonable(snapshot.values or {})))
         return new_config
 
+    async def patch_checkpoint_metadata(
+        self, thread_id: str, metadata: Mapping[str, Any], *, scope: Scope = SYSTEM
+    ) -> None:
+        """Merge ``metadata`` into the latest checkpoint's metadata, in place (no new
+        checkpoint: the state and the history's shape are unchanged). The keys LangGraph
+        keeps there itself (``source``, ``step``, ``parents``) are not the client's."""
+        await self.get(thread_id, scope=scope)
+        owned = sorted(set(metadata) & CHECKPOINT_OWNED_METADATA)
+        if owned:
+            raise InvalidInput(
+                f"metadata.{owned[0]} is written by LangGraph, not by a client",
+                field=f"metadata.{owned[0]}",
+            )
+        latest = await self._saver.aget_tuple(thread_config(thread_id))
+        if latest is None:
+            raise NotFound(f"thread {thread_id} has no state to patch yet")
+        conf = latest.config["configurable"]
+        parent = (latest.parent_config or {}).get("configurable", {}).get("checkpoint_id")
+        target: RunnableConfig = {
+            "configurable": {
+                "thread_id": thread_id,
+                "checkpoint_ns": conf.get("checkpoint_ns", ""),
+                **({"checkpoint_id": parent} if parent else {}),
+            }
+        }
+        merged = cast(CheckpointMetadata, {**latest.metadata, **metadata})
+        await self._saver.aput(target, latest.checkpoint, merged, {})
+
     async def refresh(
         self, thread_id: str, *, status: ThreadStatus | None = None, error: Any = None
     ) -> None:
@@ -362,7 +394,7 @@ class ThreadService:
             raise InvalidInput(
                 "values must be an object mapping channels to values", field="values"
             )
-        if as_node is not None and as_node not in self._agent.graph.nodes:
+        if as_node is not None and as_node not in self._agent.graph.nodes and as_node != INPUT_NODE:
             nodes = ", ".join(n for n in self._agent.graph.nodes if not n.startswith("__"))
             raise InvalidInput(
                 f"unknown node {as_node!r} for as_node; nodes: {nodes}", field="as_node"

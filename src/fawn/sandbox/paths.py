@@ -111,11 +111,13 @@ class ThreadPaths:
         return self
 
     def as_state(self) -> dict[str, str]:
-        """The host paths, shaped for ``ThreadState.thread_data``."""
+        """The thread's directories as the agent sees them, shaped for
+        ``ThreadState.thread_data``: state goes to every client, and a host path there would
+        tell browsers where the server keeps each user's files."""
         return {
-            "workspace_path": str(self.workspace),
-            "uploads_path": str(self.uploads),
-            "outputs_path": str(self.outputs),
+            "workspace_path": VIRTUAL_WORKSPACE,
+            "uploads_path": VIRTUAL_UPLOADS,
+            "outputs_path": VIRTUAL_OUTPUTS,
         }
 
 

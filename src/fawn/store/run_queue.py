@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any, Literal
 
@@ -60,6 +60,8 @@ class NewRun:
     spec: Mapping[str, Any]
     #: who asked for it (the authenticated caller)
     user_id: str | None = None
+    #: server-owned metadata merged into the thread's at admission (graph_id, assistant_id)
+    thread_stamp: Mapping[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -244,8 +246,14 @@ class RunQueue:
                     seq=int(seq) + 1,
                 )
             )
+            changes: dict[str, Any] = {}
             if thread._mapping["status"] != "busy":
-                await _set_thread(conn, new.thread_id, now, status="busy")
+                changes["status"] = "busy"
+            current = dict(thread._mapping["metadata"] or {})
+            if any(current.get(k) != v for k, v in new.thread_stamp.items()):
+                changes["metadata"] = {**current, **new.thread_stamp}
+            if changes:
+                await _set_thread(conn, new.thread_id, now, **changes)
             row = (await conn.execute(select(runs).where(runs.c.run_id == new.run_id))).one()
         return Admitted(run=run_record(row), settled=settled, marked=marked)
 

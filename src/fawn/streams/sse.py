@@ -27,6 +27,8 @@ SSE_HEADERS: Final[dict[str, str]] = {"Cache-Control": "no-store", "X-Accel-Buff
 """Headers every SSE response carries; the caller sets the ``text/event-stream`` media type."""
 
 _DIGITS = re.compile(r"[0-9]+")
+#: The ``Last-Event-ID`` that asks for every event of the run (the JS SDK's convention).
+REPLAY_ALL: Final = "-1"
 
 
 def encode_event(event: StreamEvent, *, with_id: bool = True) -> bytes:
@@ -54,15 +56,17 @@ def encode_item(item: StreamItem, *, with_id: bool = True) -> bytes:
 
 
 def parse_last_event_id(header: str | None) -> int | None:
-    """The cursor in a ``Last-Event-ID`` header; ``None`` (absent, empty or ``0``) means from the start."""
+    """The cursor in a ``Last-Event-ID`` header; ``None`` (absent, empty, ``0`` or ``-1``)
+    means from the start. ``-1`` is what the JS SDK (and its ``useStream`` hook) sends to
+    replay a whole run when it rejoins one after a page reload."""
     if header is None:
         return None
     value = header.strip()
-    if not value:
+    if not value or value == REPLAY_ALL:
         return None
     if not _DIGITS.fullmatch(value):
         raise InvalidCursor(
-            f"Last-Event-ID must be a non-negative integer event id, got {header[:40]!r}"
+            f"Last-Event-ID must be a non-negative integer event id (or -1: all), got {header[:40]!r}"
         )
     # Length first: Python will not even convert more than 4300 digits.
     digits = value.lstrip("0") or "0"

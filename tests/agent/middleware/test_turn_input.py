@@ -62,11 +62,12 @@ async def test_sandbox_and_thread_data_are_bound_once_per_thread(tmp_path: Path)
     assert other["sandbox"] == {"sandbox_id": "local:t2"}
     assert first["thread_data"] == second["thread_data"] == sandbox.paths.as_state()
     assert first["thread_data"] == {
-        "workspace_path": str(tmp_path / "threads/t1/user-data/workspace"),
-        "uploads_path": str(tmp_path / "threads/t1/user-data/uploads"),
-        "outputs_path": str(tmp_path / "threads/t1/user-data/outputs"),
+        "workspace_path": "/mnt/user-data/workspace",
+        "uploads_path": "/mnt/user-data/uploads",
+        "outputs_path": "/mnt/user-data/outputs",
     }
-    assert _all_directories(first["thread_data"].values())
+    host = tmp_path / "threads/t1/user-data"
+    assert _all_directories(str(host / name) for name in ("workspace", "uploads", "outputs"))
 
 
 async def test_each_upload_is_announced_once_in_its_turn(tmp_path: Path) -> None:

@@ -1,4 +1,5 @@
-"""Thread data: the host directories behind the thread's ``/mnt/user-data`` in state.
+"""Thread data: the thread's ``/mnt/user-data`` directories in state, as the agent sees
+them (virtual paths: state is sent to clients, and host paths are the server's business).
 
 The sandbox provider owns the thread's file layout, so the paths come from the thread's
 sandbox (acquired by the sandbox middleware just before), not from a second computation

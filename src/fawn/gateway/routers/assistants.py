@@ -13,7 +13,12 @@ from fawn.gateway.auth.access import Caller
 from fawn.gateway.auth.deps import CallerDep
 from fawn.gateway.deps import ServicesDep
 from fawn.gateway.responses import JSON
-from fawn.gateway.schemas import LEAD_AGENT_ID, AssistantCount, AssistantSearch
+from fawn.gateway.schemas import (
+    LEAD_AGENT_ID,
+    AssistantCount,
+    AssistantSearch,
+    AssistantVersions,
+)
 from fawn.runs.errors import NotFound
 from fawn.store.database import json_contains
 
@@ -94,6 +99,16 @@ async def count_assistants(body: AssistantCount, caller: CallerDep) -> Response:
 async def get_assistant(assistant_id: str, caller: CallerDep) -> Response:
     await _require(assistant_id, caller)
     return JSON(assistant_json())
+
+
+@router.post("/assistants/{assistant_id}/versions")
+async def assistant_versions(
+    assistant_id: str, body: AssistantVersions, caller: CallerDep
+) -> Response:
+    """The built-in assistant has one version (it is not edited through the API)."""
+    await _require(assistant_id, caller)
+    found = [assistant_json()] if _matches(body.metadata, None, None) else []
+    return JSON(found[body.offset : body.offset + body.limit])
 
 
 @router.get("/assistants/{assistant_id}/graph")

@@ -34,7 +34,8 @@ from fawn.gateway.deps import ServicesDep
 from fawn.gateway.multipart import file_parts
 from fawn.gateway.responses import JSON
 from fawn.gateway.services import Services
-from fawn.runs.errors import InvalidInput
+from fawn.runs.errors import InvalidInput, NotFound
+from fawn.runs.threads import check_thread_id
 from fawn.sandbox.artifacts import ArtifactFile, open_artifact
 from fawn.sandbox.errors import TooManyFiles
 from fawn.sandbox.paths import ThreadPaths
@@ -46,6 +47,7 @@ from fawn.sandbox.uploads import (
     list_uploads,
     stage_upload,
 )
+from fawn.store.scope import SYSTEM
 
 router = APIRouter(tags=["files"])
 
@@ -84,6 +86,36 @@ async def _thread_paths(
     return ThreadPaths.for_thread(services.data_dir, thread_id, record.user_id)
 
 
+async def _reserved_paths(
+    services: Services, caller: Caller, thread_id: str, action: str
+) -> ThreadPaths:
+    """Like :func:`_thread_paths`, and for a thread that does not exist yet (DeerFlow's app
+    uploads a new chat's files before it creates the thread): the directories the thread
+    will have once the caller creates it. Nothing is created but the files; a thread of
+    another owner is still not found (its id is taken: its files are never these)."""
+    try:
+        return await _thread_paths(services, caller, thread_id, action)
+    except NotFound:
+        if await services.threads.repo.get(thread_id, scope=SYSTEM) is not None:
+            raise
+    scope = await caller.scope(
+        "threads", "create", {"thread_id": thread_id, "metadata": {}, "if_exists": "raise"}
+    )
+    return ThreadPaths.for_thread(services.data_dir, check_thread_id(thread_id), scope.user_id)
+
+
+def _with_urls(thread_id: str, files: list[Any]) -> list[dict[str, Any]]:
+    """Uploads as DeerFlow's app reads them: also by ``virtual_path`` and ``artifact_url``."""
+    return [
+        {
+            **info,
+            "virtual_path": info["path"],
+            "artifact_url": f"/api/threads/{thread_id}/artifacts{info['path']}",
+        }
+        for info in files
+    ]
+
+
 # -- uploads --------------------------------------------------------------------------------
 
 
@@ -91,8 +123,9 @@ async def _thread_paths(
 async def upload_files(
     thread_id: str, request: Request, services: ServicesDep, caller: CallerDep
 ) -> Response:
-    """Save the ``files`` parts of a multipart body into ``/mnt/user-data/uploads``."""
-    paths = await _thread_paths(services, caller, thread_id, "update")
+    """Save the ``files`` parts of a multipart body into ``/mnt/user-data/uploads`` (of a
+    thread that may not exist yet: see :func:`_reserved_paths`)."""
+    paths = await _reserved_paths(services, caller, thread_id, "update")
     limits = services.config.uploads
     staged: list[StagedUpload] = []
     try:
@@ -116,8 +149,9 @@ async def upload_files(
     return JSON(
         {
             "success": True,
-            "files": files,
+            "files": _with_urls(thread_id, list(files)),
             "message": f"Successfully uploaded {len(files)} file(s)",
+            "skipped_files": [],
         }
     )
 
@@ -126,14 +160,36 @@ async def upload_files(
 async def get_uploads(thread_id: str, services: ServicesDep, caller: CallerDep) -> Response:
     paths = await _thread_paths(services, caller, thread_id, "read")
     files = await asyncio.to_thread(list_uploads, paths)
-    return JSON({"files": files, "count": len(files)})
+    return JSON({"files": _with_urls(thread_id, list(files)), "count": len(files)})
+
+
+@router.get("/api/threads/{thread_id}/uploads/list")
+async def list_thread_uploads(thread_id: str, services: ServicesDep, caller: CallerDep) -> Response:
+    """DeerFlow's path for the list (also for a new chat whose thread does not exist yet)."""
+    paths = await _reserved_paths(services, caller, thread_id, "read")
+    files = await asyncio.to_thread(list_uploads, paths)
+    return JSON({"files": _with_urls(thread_id, list(files)), "count": len(files)})
+
+
+@router.get("/api/threads/{thread_id}/uploads/limits")
+async def upload_limits(thread_id: str, services: ServicesDep, caller: CallerDep) -> Response:
+    """The limits uploads are held to (a request's total is bounded by the two others)."""
+    await _reserved_paths(services, caller, thread_id, "read")
+    limits = services.config.uploads
+    return JSON(
+        {
+            "max_files": limits.max_files,
+            "max_file_size": limits.max_file_bytes,
+            "max_total_size": limits.max_files * limits.max_file_bytes,
+        }
+    )
 
 
 @router.delete("/api/threads/{thread_id}/uploads/{filename}")
 async def remove_upload(
     thread_id: str, filename: str, services: ServicesDep, caller: CallerDep
 ) -> Response:
-    paths = await _thread_paths(services, caller, thread_id, "update")
+    paths = await _reserved_paths(services, caller, thread_id, "update")
     await asyncio.to_thread(delete_upload, paths, filename)
     return JSON({"success": True, "message": f"Deleted {filename}"})
 

@@ -13,6 +13,7 @@ from starlette.responses import StreamingResponse
 from starlette.types import Send
 
 from fawn.agent.errors import AgentError
+from fawn.agent.graph import LEAD_AGENT
 from fawn.agent.serialize import dumps
 from fawn.gateway.auth.access import Caller
 from fawn.gateway.auth.deps import CallerDep
@@ -22,6 +23,7 @@ from fawn.gateway.deps import ServicesDep
 from fawn.gateway.responses import JSON
 from fawn.gateway.runspec import build_spec
 from fawn.gateway.schemas import (
+    LEAD_AGENT_ID,
     MAX_OFFSET,
     RunBatchItem,
     RunCancelMany,
@@ -40,6 +42,11 @@ from fawn.streams.sse import parse_last_event_id
 router = APIRouter(tags=["runs"])
 
 KEEPALIVE_SECONDS = 5.0
+
+#: What the LangGraph server writes into a thread's metadata when a run is created on it
+#: (one graph, one assistant here, whichever name the run used): LangGraph UIs list a graph's
+#: threads by it (Agent Chat UI searches ``{"graph_id": ...}``, or ``{"assistant_id": ...}``).
+RUN_STAMP = {"graph_id": LEAD_AGENT, "assistant_id": LEAD_AGENT_ID}
 
 
 def _validate(services: Services, caller: Caller, body: RunCreate, *, stateless: bool) -> RunSpec:
@@ -68,7 +75,7 @@ def _refuse_owner_keys(caller: Caller, body: RunCreate) -> None:
             )
 
 
-async def _admit(
+async def admit_run(
     services: Services, caller: Caller, thread_id: str | None, body: RunCreate
 ) -> tuple[RunRecord, RunSpec]:
     spec = _validate(services, caller, body, stateless=thread_id is None)
@@ -87,6 +94,7 @@ async def _admit(
         if_not_exists=body.if_not_exists,
         scope=scope,
         thread_metadata=_new_thread_metadata(caller, value),
+        thread_stamp=RUN_STAMP,
     )
     return run, spec
 
@@ -131,14 +139,14 @@ def _locations(run: RunRecord) -> dict[str, str]:
 async def _create(
     services: Services, caller: Caller, thread_id: str | None, body: RunCreate
 ) -> Response:
-    run, _ = await _admit(services, caller, thread_id, body)
+    run, _ = await admit_run(services, caller, thread_id, body)
     return JSON(run_json(run), headers=_locations(run))
 
 
 async def _stream(
     services: Services, caller: Caller, thread_id: str | None, body: RunCreate
 ) -> Response:
-    run, spec = await _admit(services, caller, thread_id, body)
+    run, spec = await admit_run(services, caller, thread_id, body)
     manager = services.runs
 
     def disconnected() -> None:
@@ -172,7 +180,7 @@ def _run_stream(
 async def _wait(
     services: Services, caller: Caller, thread_id: str | None, body: RunCreate
 ) -> Response:
-    run, spec = await _admit(services, caller, thread_id, body)
+    run, spec = await admit_run(services, caller, thread_id, body)
     on_leave = None
     if spec.on_disconnect == "cancel":
 
@@ -300,7 +308,7 @@ async def create_batch(
             raise InvalidInput(f"[{index}] {exc}", field=f"[{index}]") from exc
     runs = []
     for item in body:
-        run, _ = await _admit(services, caller, item.thread_id, item)
+        run, _ = await admit_run(services, caller, item.thread_id, item)
         runs.append(run_json(run))
     return JSON(runs)
 
@@ -376,7 +384,11 @@ async def join_stream(
     services: ServicesDep,
     caller: CallerDep,
     last_event_id: Annotated[
-        str | None, Header(json_schema_extra={"pattern": "^[0-9]{0,18}$"})
+        str | None,
+        Header(
+            description="resume after this event id; 0, -1 or empty: from the first event",
+            json_schema_extra={"pattern": "^(-1|[0-9]{0,18})$"},
+        ),
     ] = None,
     cancel_on_disconnect: bool = False,
     stream_mode: Annotated[
@@ -416,6 +428,10 @@ async def cancel_run(
     wait: bool = False,
     action: Literal["interrupt", "rollback"] = "interrupt",
 ) -> Response:
+    """202 at once; with ``wait``, 200 once the run has ended, with what ``join`` answers
+    (the thread's values after the cancel: kept by ``interrupt``, restored by ``rollback``)."""
     await _reach(services, caller, thread_id, "update", run_id=run_id, action=action)
     await services.runs.cancel_one(thread_id, run_id, action, wait=wait)
-    return Response(status_code=200 if wait else 202)
+    if not wait:
+        return Response(status_code=202)
+    return JSON(result_json(await services.runs.result(thread_id, run_id)))

@@ -24,7 +24,7 @@ async def join_thread_stream(
     services: ServicesDep,
     caller: CallerDep,
     last_event_id: Annotated[
-        str | None, Header(json_schema_extra={"pattern": "^(.+:[0-9]{1,19})?$"})
+        str | None, Header(json_schema_extra={"pattern": "^(-1|.+:[0-9]{1,19})?$"})
     ] = None,
     stream_mode: Annotated[
         list[str] | None,

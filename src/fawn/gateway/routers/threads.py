@@ -11,9 +11,11 @@ from fawn.gateway.deps import ServicesDep
 from fawn.gateway.responses import JSON
 from fawn.gateway.schemas import (
     CheckpointBody,
+    CheckpointConfig,
     HistoryQuery,
     StateAtCheckpoint,
     StateField,
+    StatePatch,
     StateUpdate,
     ThreadCount,
     ThreadCreate,
@@ -224,6 +226,16 @@ async def update_state(
     return JSON(update_state_json(config, thread_id))
 
 
+@router.patch("/threads/{thread_id}/state", status_code=204)
+async def patch_state(
+    thread_id: str, body: StatePatch, services: ServicesDep, caller: CallerDep
+) -> Response:
+    """Merge metadata into the newest checkpoint's metadata (the state is unchanged)."""
+    scope = await caller.scope("threads", "update", {"thread_id": thread_id})
+    await services.threads.patch_checkpoint_metadata(thread_id, body.metadata, scope=scope)
+    return Response(status_code=204)
+
+
 @router.post("/threads/{thread_id}/history")
 async def history(
     thread_id: str, body: HistoryQuery, services: ServicesDep, caller: CallerDep
@@ -232,6 +244,8 @@ async def history(
     before: str | dict[str, Any] | None
     if isinstance(body.before, CheckpointBody):
         before = body.before.model_dump(exclude_none=True)
+    elif isinstance(body.before, CheckpointConfig):
+        before = body.before.configurable.model_dump(exclude_none=True)
     else:
         before = body.before
     checkpoint = body.checkpoint.model_dump(exclude_none=True) if body.checkpoint else None

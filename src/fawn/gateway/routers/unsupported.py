@@ -10,8 +10,6 @@ from fawn.gateway.responses import JSON
 router = APIRouter(tags=["unsupported"], include_in_schema=False)
 
 _WHAT = {
-    "commands": "the thread-stream protocol (client.threads.stream) is not implemented; "
-    "use client.runs.stream or client.threads.join_stream",
     "crons": "crons are not implemented",
     "store": "the store API is not implemented",
 }
@@ -21,12 +19,6 @@ def _refuse(key: str) -> Response:
     return JSON(
         error_body(f"not supported by fawn: {_WHAT[key]}", "not_supported"), status_code=404
     )
-
-
-@router.api_route("/threads/{thread_id}/commands", methods=["POST"])
-@router.api_route("/threads/{thread_id}/stream/events", methods=["POST"])
-async def thread_stream_protocol(request: Request) -> Response:
-    return _refuse("commands")
 
 
 @router.api_route("/runs/crons{rest:path}", methods=["GET", "POST", "PATCH", "DELETE"])
