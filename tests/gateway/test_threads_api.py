@@ -738,8 +738,12 @@ async def test_update_state_reducers(client: LangGraphClient) -> None:
             {"thread_data": {"workspace_path": "/etc"}},
             "thread_data: set by the server for the thread; clients cannot write it",
         ),
-        ({"messages": 5}, "messages: Unsupported message type"),
-        ({"messages": [{"text": "x"}]}, "messages: Message dict must contain 'role' and 'content'"),
+        (
+            {"messages": 5},
+            "values: messages: a message is an object with role (or type) and content, "
+            "a string, or a [role, content] pair",
+        ),
+        ({"messages": [{"text": "x"}]}, "values: messages[0]: content: Field required"),
         ([{"title": "x"}], "values must be an object mapping channels to values"),
     ],
 )

@@ -18,12 +18,13 @@ from typing import Any, get_args
 
 from fastapi import FastAPI
 from fastapi.openapi.utils import get_openapi
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, TypeAdapter
 from starlette.routing import compile_path
 
 from fawn.agent.context import ReasoningEffort
 from fawn.agent.state import CHANNEL_TYPES, INPUT_NODE, STATE_CHANNELS
 from fawn.gateway.auth.paths import AUTH_PREFIX, is_public
+from fawn.gateway.messages import Message
 from fawn.runs.spec import MAX_CONCURRENT_SUBAGENTS, MODES
 
 
@@ -277,8 +278,8 @@ def _channel_schema(name: str, schemas: dict[str, Any]) -> dict[str, Any]:
     """What a client may write to channel ``name`` (``validate_update`` checks the same); its
     models join the document's components."""
     adapter = CHANNEL_TYPES.get(name)
-    if adapter is None:  # messages: anything add_messages takes
-        return _JSON_VALUE_REF
+    if adapter is None:  # messages: as in a run's input (fawn.gateway.schemas checks it)
+        adapter = TypeAdapter(Message | list[Message])
     schema = adapter.json_schema(ref_template="#/components/schemas/{model}")
     for model, definition in schema.pop("$defs", {}).items():
         schemas.setdefault(model, _storable(definition))

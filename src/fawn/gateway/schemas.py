@@ -13,6 +13,8 @@ from pydantic import (
     BeforeValidator,
     ConfigDict,
     Field,
+    TypeAdapter,
+    ValidationError,
     WithJsonSchema,
     field_validator,
     model_validator,
@@ -20,7 +22,7 @@ from pydantic import (
 from pydantic_core import PydanticCustomError
 
 from fawn.agent.graph import LEAD_AGENT
-from fawn.gateway.messages import LeadAgentInput
+from fawn.gateway.messages import LeadAgentInput, Message
 from fawn.runs.spec import SUPPORTED_STREAM_MODES
 
 Json = dict[str, Any]
@@ -154,7 +156,7 @@ ExtractPath = Annotated[
 
 
 class SuperstepUpdate(Body):
-    values: Any = None
+    values: StateValues = None
     command: Annotated[
         None, _refuse("updates with 'command' are not supported; use 'values'"), _NULL_ONLY
     ] = None
@@ -208,8 +210,34 @@ class ThreadPrune(Body):
     strategy: Literal["delete", "keep_latest"] = "delete"
 
 
+def _check_state_messages(values: Any) -> Any:
+    """``values.messages`` holds messages as a run's ``input.messages`` does (one message
+    or a list of them): the same shapes the document states, refused the same way."""
+    if not isinstance(values, dict) or "messages" not in values:
+        return values
+    given = values["messages"]
+    for where, message in (
+        [(f"messages[{i}]", m) for i, m in enumerate(given)]
+        if isinstance(given, list)
+        else [("messages", given)]
+    ):
+        try:
+            _MESSAGE.validate_python(message)
+        except ValidationError as exc:
+            problem = exc.errors()[0]["msg"]
+            raise PydanticCustomError(
+                "state_messages", "{where}: {problem}", {"where": where, "problem": problem}
+            ) from None
+    return values
+
+
+_MESSAGE: TypeAdapter[Any] = TypeAdapter(Message)
+#: A state update's channel values (their shapes are in the document; see openapi.py).
+StateValues = Annotated[Any, AfterValidator(_check_state_messages)]
+
+
 class StateUpdate(Body):
-    values: Any = None
+    values: StateValues = None
     as_node: str | None = None
     checkpoint_id: str | None = None
     checkpoint: CheckpointBody | None = None

@@ -7,6 +7,7 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Query, Response
 from langgraph.pregel import Pregel
+from pydantic import Field
 
 from fawn.agent.graph import LEAD_AGENT
 from fawn.gateway.auth.access import Caller
@@ -111,13 +112,18 @@ async def assistant_versions(
     return JSON(found[body.offset : body.offset + body.limit])
 
 
+#: Deeper than any graph fawn builds (the lead agent's sub-agents are one level down).
+MAX_XRAY_DEPTH = 64
+
+
 @router.get("/assistants/{assistant_id}/graph")
 async def get_graph(
     assistant_id: str,
     services: ServicesDep,
     caller: CallerDep,
     xray: Annotated[
-        int | bool, Query(description="include subgraphs (true), or up to this depth (int)")
+        bool | Annotated[int, Field(ge=0, le=MAX_XRAY_DEPTH)],
+        Query(description="include subgraphs (true), or up to this depth (int)"),
     ] = False,
 ) -> Response:
     await _require(assistant_id, caller)
