@@ -216,13 +216,15 @@ class RunQueue:
                     else:
                         await _mark(conn, run, strategy, now)
                         marked.append(run)
-            seq = (
+            # positions are never reused, although runs are deleted (a rollback deletes them)
+            highest = (
                 await conn.execute(
                     select(func.coalesce(func.max(runs.c.seq), 0)).where(
                         runs.c.thread_id == new.thread_id
                     )
                 )
             ).scalar_one()
+            seq = max(int(highest), int(thread._mapping["run_seq"] or 0))
             await conn.execute(
                 insert(runs).values(
                     run_id=new.run_id,
@@ -239,8 +241,15 @@ class RunQueue:
                     seq=int(seq) + 1,
                 )
             )
-            if thread._mapping["status"] != "busy":
-                await _set_thread(conn, new.thread_id, now, status="busy")
+            becomes_busy = {"status": "busy", "updated_at": now}
+            await conn.execute(
+                update(threads)
+                .where(threads.c.thread_id == new.thread_id)
+                .values(
+                    run_seq=seq + 1,
+                    **(becomes_busy if thread._mapping["status"] != "busy" else {}),
+                )
+            )
             row = (await conn.execute(select(runs).where(runs.c.run_id == new.run_id))).one()
         return Admitted(run=run_record(row), settled=settled, marked=marked)
 
