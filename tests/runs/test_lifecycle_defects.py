@@ -17,10 +17,14 @@ from typing import Any
 
 import pytest
 
-from fawn.runs.errors import NotFound
-from fawn.runs.ownership import LOST_TRACK_REASON
+from fawn.gateway.errors import STATUS_BY_CODE
+from fawn.runs.errors import Conflict, Draining, NotFound
+from fawn.runs.following import ThreadItem
+from fawn.runs.ownership import LOST_TRACK_REASON, OUTAGE_REASON
 from fawn.store.run_queue import RunQueue
-from fawn.streams.events import StreamEvent
+from fawn.store.threads import ThreadFilter
+from fawn.store.workers import WorkerRepository
+from fawn.streams.events import StreamEvent, StreamUnavailable
 from fawn.streams.notify import MemoryNotifier
 from fawn.testing.clock import FakeClock
 from tests.runs.lifecycle_harness import (
@@ -274,3 +278,273 @@ async def test_4_a_cancel_through_another_worker_applies_without_a_renewal(
             "end",
             {"run_id": run_id, "status": "interrupted"},
         )
+
+
+# -- 5. the stream backend goes away ------------------------------------------------------------
+
+
+class _Blip:
+    """Makes a worker's stream backend unreachable while ``down``."""
+
+    def __init__(self, worker: Worker) -> None:
+        self.down = False
+        bridge = worker.bridge
+        for name in ("open", "publish", "close"):
+            setattr(bridge, name, self._guard(getattr(bridge, name)))
+
+    def _guard(self, method: Any) -> Any:
+        async def guarded(*args: Any, **kwargs: Any) -> Any:
+            if self.down:
+                raise StreamUnavailable("the stream backend is unavailable (test)")
+            return await method(*args, **kwargs)
+
+        return guarded
+
+
+async def test_5_admission_without_a_stream_backend_is_503_and_leaves_nothing(
+    tmp_path: Path, clock: FakeClock, gates: Gates
+) -> None:
+    async with start_worker(tmp_path, clock=clock, gates=gates) as worker:
+        tid = await worker.new_thread()
+        threads_before = await worker.threads.count(ThreadFilter())
+        blip = _Blip(worker)
+        blip.down = True
+        for thread_id in (tid, None):  # a thread's run and a stateless one
+            with pytest.raises(StreamUnavailable) as refused:
+                await worker.admit(thread_id, "ok")
+            assert STATUS_BY_CODE[refused.value.code] == 503
+        blip.down = False
+        assert await worker.service.list_page(tid, limit=10, offset=0, status=None) == ([], 0)
+        assert (await worker.threads.get(tid)).status == "idle"
+        assert await worker.threads.count(ThreadFilter()) == threads_before
+        # and the thread is free at once
+        run_id = await worker.admit(tid, "ok", multitask_strategy="reject")
+        await asyncio.wait_for(worker.service.result(tid, run_id), 30)
+
+
+async def test_5_a_stream_outage_during_a_run_fails_nothing_and_loses_no_event(
+    tmp_path: Path, clock: FakeClock, gates: Gates
+) -> None:
+    async with start_worker(tmp_path, clock=clock, gates=gates) as worker:
+        tid = await worker.new_thread()
+        blip = _Blip(worker)
+        run_id = await worker.admit(tid, "hold:s")
+        await gates.reached("s")
+        blip.down = True
+        gates.open("s")
+        await eventually(lambda: _is(worker, tid, run_id, "success"))
+        await settle(clock, 2.0)  # the publisher keeps retrying
+        blip.down = False
+        await settle(clock, 2.0)
+        events = await _events(worker, run_id)
+        assert [e for e, _ in events] == ["metadata", "values", "values", "end"]
+        assert events[-1] == ("end", {"run_id": run_id, "status": "success"})
+
+
+# -- 6. queued runs belong to the thread's queue, not to a worker -------------------------------
+
+
+@pytest.mark.postgres
+async def test_6_a_draining_worker_leaves_its_queued_runs_to_a_peer(
+    tmp_path: Path, pg_url: str, clock: FakeClock, gates: Gates
+) -> None:
+    async with _pair(tmp_path, pg_url, clock, gates) as (a, b):
+        tid = await a.new_thread()
+        holder = await a.admit(tid, "hold:d6")
+        await gates.reached("d6")
+        queued = [await a.admit(tid, f"q{i}", multitask_strategy="enqueue") for i in range(3)]
+        drain = asyncio.create_task(a.lifecycle.drain())
+        await settle(clock)
+        with pytest.raises(Draining):
+            await a.admit(tid, "late", multitask_strategy="enqueue")
+        gates.open("d6")
+        await asyncio.wait_for(drain, 30)
+        for run_id in queued:
+            await asyncio.wait_for(b.service.result(tid, run_id), 30)
+        records = [await b.service.get(tid, r) for r in [holder, *queued]]
+        assert [(r.status, r.owner) for r in records] == [("success", a.lifecycle.worker_id)] + [
+            ("success", b.lifecycle.worker_id)
+        ] * 3
+
+
+@pytest.mark.postgres
+async def test_6_a_dead_workers_queued_runs_run_on_a_peer(
+    tmp_path: Path, pg_url: str, clock: FakeClock, gates: Gates
+) -> None:
+    """A is cut off (its database connections fail, as in a crash seen from B): its running
+    run is settled by B once the lease expired, its queued runs run on B."""
+    async with _pair(tmp_path, pg_url, clock, gates) as (a, b):
+        tid = await a.new_thread()
+        holder = await a.admit(tid, "hold:k6")
+        await gates.reached("k6")
+        queued = [await a.admit(tid, f"q{i}", multitask_strategy="enqueue") for i in range(2)]
+        with database_down(a):
+            for _ in range(30):  # 30 s: past the tolerance (10 s) and the lease (20 s)
+                await settle(clock, 1.0, rounds=3)
+            for run_id in queued:
+                await asyncio.wait_for(b.service.result(tid, run_id), 30)
+        record = await b.service.get(tid, holder)
+        assert (record.status, record.stop_reason) == ("error", "orphaned")
+        records = [await b.service.get(tid, r) for r in queued]
+        assert [(r.status, r.owner) for r in records] == [("success", b.lifecycle.worker_id)] * 2
+        assert await _steps(b, tid) == ["q0", "q1"]
+
+
+# -- 7. a database outage kills nothing it need not kill ----------------------------------------
+
+
+@pytest.mark.postgres
+@pytest.mark.parametrize("everyone", [True, False], ids=["shared", "partition"])
+async def test_7_an_outage_shorter_than_the_tolerance_kills_nothing(
+    tmp_path: Path, pg_url: str, clock: FakeClock, gates: Gates, everyone: bool
+) -> None:
+    async with _pair(tmp_path, pg_url, clock, gates) as (a, b):
+        tid = await a.new_thread()
+        gate = f"o7-{everyone}"
+        run_id = await a.admit(tid, f"hold:{gate}")
+        await gates.reached(gate)
+        with database_down(*((a, b) if everyone else (a,))):
+            for _ in range(9):  # 9 s < runs.outage_tolerance_seconds (10 s)
+                await settle(clock, 1.0, rounds=3)
+        await settle(clock, 3.0)  # renewals and sweeps resume
+        gates.open(gate)
+        await asyncio.wait_for(b.service.result(tid, run_id), 30)
+        assert (await b.service.get(tid, run_id)).status == "success"
+
+
+@pytest.mark.postgres
+async def test_7_a_shared_outage_longer_than_the_lease_ends_runs_by_their_owner_only(
+    tmp_path: Path, pg_url: str, clock: FakeClock, gates: Gates
+) -> None:
+    """Fencing: nobody could renew, so nobody is declared dead; the owner itself stopped its
+    run once the outage passed its tolerance, and settles it when the database is back."""
+    async with _pair(tmp_path, pg_url, clock, gates) as (a, b):
+        tid = await a.new_thread()
+        run_id = await a.admit(tid, "hold:l7")
+        await gates.reached("l7")
+        with database_down(a, b):
+            for _ in range(30):  # 30 s > runs.lease_seconds (20 s)
+                await settle(clock, 1.0, rounds=3)
+        await eventually(lambda: _is(b, tid, run_id, "error"), clock=clock, step=1.0)
+        record = await b.service.get(tid, run_id)
+        assert (record.error, record.stop_reason) == (OUTAGE_REASON, "orphaned")
+        states = {w.worker_id: w.state for w in await WorkerRepository(b.db).all()}
+        assert states[a.lifecycle.worker_id] == "active"
+        follow_up = await b.admit(tid, "ok")
+        await asyncio.wait_for(b.service.result(tid, follow_up), 30)
+
+
+# -- 8. graceful drain --------------------------------------------------------------------------
+
+
+async def test_8_drain_lets_a_running_run_finish_and_ends_its_stream(
+    tmp_path: Path, clock: FakeClock, gates: Gates
+) -> None:
+    async with start_worker(tmp_path, clock=clock, gates=gates) as worker:
+        tid = await worker.new_thread()
+        run_id = await worker.admit(tid, "hold:g8")
+        await gates.reached("g8")
+        drain = asyncio.create_task(worker.lifecycle.drain())
+        await settle(clock, 2.0)  # within runs.drain_seconds (5 s)
+        assert not drain.done()
+        gates.open("g8")
+        await asyncio.wait_for(drain, 30)
+        assert await worker.status(tid, run_id) == "success"
+        assert (await _events(worker, run_id))[-1] == (
+            "end",
+            {"run_id": run_id, "status": "success"},
+        )
+
+
+async def test_8_drain_stops_a_run_that_outlasts_it_with_a_terminal_event(
+    tmp_path: Path, clock: FakeClock, gates: Gates
+) -> None:
+    async with start_worker(tmp_path, clock=clock, gates=gates) as worker:
+        tid = await worker.new_thread()
+        run_id = await worker.admit(tid, "hold:never8")
+        await gates.reached("never8")
+        drain = asyncio.create_task(worker.lifecycle.drain())
+        await settle(clock, 6.0)  # past runs.drain_seconds (5 s)
+        await asyncio.wait_for(drain, 30)
+        record = await worker.service.get(tid, run_id)
+        assert (record.status, record.stop_reason) == ("error", "shutdown")
+        assert (await _events(worker, run_id))[-2:] == [
+            (
+                "error",
+                {"error": "ServerShutdown", "message": "the server shut down during the run"},
+            ),
+            ("end", {"run_id": run_id, "status": "error"}),
+        ]
+
+
+# -- 10. state updates, thread streams ----------------------------------------------------------
+
+
+async def test_10_a_state_update_racing_an_admission_never_idles_a_busy_thread(
+    tmp_path: Path, clock: FakeClock, gates: Gates
+) -> None:
+    async with start_worker(tmp_path, clock=clock, gates=gates) as worker:
+        for i in range(8):
+            tid = await worker.new_thread()
+            update = worker.service.update_state(
+                tid, {"steps": [f"u{i}"]}, as_node="work", checkpoint=None
+            )
+            admitted, updated = await asyncio.gather(
+                worker.admit(tid, f"hold:u{i}"), update, return_exceptions=True
+            )
+            assert isinstance(admitted, str), admitted
+            assert updated is None or isinstance(updated, (dict, Conflict)), updated
+            assert (await worker.threads.get(tid)).status == "busy"
+            gates.open(f"u{i}")
+            await asyncio.wait_for(worker.service.result(tid, admitted), 30)
+            assert (await worker.threads.get(tid)).status == "idle"
+
+
+async def test_10_a_thread_stream_follows_the_run_after_a_rolled_back_one_by_notification(
+    tmp_path: Path, clock: FakeClock, gates: Gates
+) -> None:
+    """The clock never moves: the follower is woken by notifications alone. The run after a
+    deleted (rolled back) run is found although it is admitted after the deletion."""
+    async with start_worker(tmp_path, clock=clock, gates=gates) as worker:
+        tid = await worker.new_thread()
+        first = await worker.admit(tid, "ok")
+        await worker.service.result(tid, first)
+        seen: list[tuple[str, str]] = []
+
+        async def follow() -> None:
+            async for item in worker.service.follow_thread(tid, cursor=None, heartbeat_seconds=60):
+                if isinstance(item, ThreadItem):
+                    name = getattr(item.item, "event", type(item.item).__name__)
+                    seen.append((item.run_id, name))
+
+        follower = asyncio.create_task(follow())
+        try:
+            rolled = await worker.admit(tid, "hold:t10")
+            await gates.reached("t10")
+            await eventually(lambda: (rolled, "metadata") in seen)
+            await worker.service.cancel_one(tid, rolled, "rollback", wait=True)
+            after = await worker.admit(tid, "ok")
+            await worker.service.result(tid, after)
+            await eventually(lambda: (after, "end") in seen)
+        finally:
+            follower.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await follower
+        assert [name for run_id, name in seen if run_id == after] == [
+            "metadata",
+            "values",
+            "values",
+            "end",
+        ]
+
+
+async def test_10_a_deleted_threads_sandbox_is_released(
+    tmp_path: Path, clock: FakeClock, gates: Gates
+) -> None:
+    async with start_worker(tmp_path, clock=clock, gates=gates) as worker:
+        tid = await worker.new_thread()
+        provider = worker.sandbox
+        sandbox = await provider.acquire(tid)
+        assert provider.get(sandbox.id) is sandbox
+        await worker.service.delete_thread(tid)
+        assert provider.get(sandbox.id) is None
