@@ -40,6 +40,8 @@ T = TypeVar("T")
 OUTAGE_RETRY_SECONDS = 300.0
 _RETRY_FIRST = 0.1
 _RETRY_MAX = 2.0
+#: how long the pool waits for a connection (and keeps reconnecting) before giving up
+POOL_WAIT_SECONDS = 3.0
 
 
 class OutageTolerantPostgresSaver(AsyncPostgresSaver):
@@ -119,6 +121,11 @@ async def open_checkpointer(settings: DatabaseSettings, data_dir: Path) -> Async
         # a connection is checked when it is handed out: one the server dropped (a restart)
         # is replaced instead of failing its first statement
         check=AsyncConnectionPool.check_connection,
+        # through an outage, waiting for a connection and reconnecting give up soon, so
+        # that the saver's own retries ask again: the pool's reconnection backoff (doubling
+        # up to minutes) would otherwise keep runs waiting long after the database is back
+        timeout=POOL_WAIT_SECONDS,
+        reconnect_timeout=POOL_WAIT_SECONDS,
         open=False,
     )
     await pool.open()
