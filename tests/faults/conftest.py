@@ -4,21 +4,12 @@ workers per module (``-m faults`` runs it alone, in parallel with ``-m "not faul
 from __future__ import annotations
 
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
 from tests.conftest import base_config
 from tests.faults.cluster import Deployment, private_services
 from tests.support.openai_stub import StubServerThread
-
-
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    here = Path(__file__).parent
-    for item in items:
-        if here in Path(str(item.fspath)).parents:
-            item.add_marker(pytest.mark.faults)
-            item.add_marker(pytest.mark.timeout(240))
 
 
 @pytest.fixture(scope="module")

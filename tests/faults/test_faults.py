@@ -23,6 +23,8 @@ from fawn.runs.ownership import OUTAGE_REASON
 from tests.faults.cluster import LONG_OUTAGE, Deployment
 from tests.support.openai_stub import StubServerThread
 
+pytestmark = [pytest.mark.faults, pytest.mark.timeout(420)]
+
 SETTLE_SECONDS = 90.0
 
 #: the script key of each thread started by ``start_runs`` (the stub answers a thread by the
@@ -283,8 +285,7 @@ async def test_owner_sigkilled_its_queued_runs_run_on_the_peer(
     assert len(owners) == 1
     for events, status in zip(await asyncio.gather(*followers), expected, strict=True):
         assert events[-2:] == (["error", "end"] if status == "error" else ["values", "end"])
-    assert_nothing_lost(deployment)
-    deployment.workers[0].start()
+    assert_nothing_lost(deployment)  # the next test's ``clients`` restarts the worker
 
 
 async def test_sigterm_mid_run_drains(
@@ -312,8 +313,7 @@ async def test_sigterm_mid_run_drains(
     assert await statuses(deployment, queued) == [("success", None)] * 3
     for events in await asyncio.gather(*followers):
         assert events[-1] == "end", events
-    assert_nothing_lost(deployment)
-    deployment.workers[0].start()
+    assert_nothing_lost(deployment)  # the next test's ``clients`` restarts the worker
 
 
 # -- a mixed-strategy load with bursts ---------------------------------------------------------

@@ -487,7 +487,10 @@ async def test_10_a_state_update_racing_an_admission_never_idles_a_busy_thread(
         for i in range(8):
             tid = await worker.new_thread()
             update = worker.service.update_state(
-                tid, {"steps": [f"u{i}"]}, as_node="work", checkpoint=None
+                tid,
+                {"messages": [{"role": "user", "content": f"u{i}"}]},
+                as_node="work",
+                checkpoint=None,
             )
             admitted, updated = await asyncio.gather(
                 worker.admit(tid, f"hold:u{i}"), update, return_exceptions=True
