@@ -126,6 +126,7 @@ class Worker:
     threads: ThreadService
     db: FlakyDatabase
     bridge: MemoryStreamBridge
+    sandbox: LocalSandboxProvider
     stack: AsyncExitStack = field(default_factory=AsyncExitStack)
 
     async def new_thread(self) -> str:
@@ -208,7 +209,7 @@ async def start_worker(
         )
         await lifecycle.start()
         stack.push_async_callback(lifecycle.aclose)
-        yield Worker(service, lifecycle, threads, db, bridge, stack)
+        yield Worker(service, lifecycle, threads, db, bridge, sandbox, stack)
 
 
 async def settle(clock: FakeClock, seconds: float = 0.0, *, rounds: int = 20) -> None:

@@ -76,9 +76,12 @@ class Dispatcher:
         """Start a run admitted here at once if it may start and a slot is free (the run
         stays close to its client, without a notification round trip); else it waits in
         its queue for any worker. True when it started here."""
-        if len(self._local) >= self._max or self._shutdown.draining.is_set():
+        if not self._has_slot():
             return False
         async with self._local.claiming:
+            # checked again under the lock: the loop may have filled the slot meanwhile
+            if not self._has_slot():
+                return False
             claimed = await self._queue.claim(
                 run.run_id, run.thread_id, self._owner, self._clock.now()
             )
@@ -86,6 +89,9 @@ class Dispatcher:
                 return False
             self._start(claimed)
         return True
+
+    def _has_slot(self) -> bool:
+        return len(self._local) < self._max and not self._shutdown.draining.is_set()
 
     async def wait_idle(self, seconds: float) -> bool:
         """Wait until nothing executes here, for at most ``seconds``; True if idle."""
@@ -109,9 +115,11 @@ class Dispatcher:
                 return
             started = 0
             for candidate in candidates:
-                if len(self._local) >= self._max or self._shutdown.draining.is_set():
+                if not self._has_slot():
                     return
                 async with self._local.claiming:
+                    if not self._has_slot():  # an admission here took it meanwhile
+                        return
                     claimed = await self._queue.claim(
                         candidate.run_id, candidate.thread_id, self._owner, self._clock.now()
                     )

@@ -44,6 +44,11 @@ class RunLifecycle:
         self._drain_seconds = drain_seconds
         self._stop_wait_seconds = stop_wait_seconds
 
+    @property
+    def worker_id(self) -> str:
+        """This worker's id (the ``owner`` of the runs it executes)."""
+        return self._ownership.worker_id
+
     async def start(self) -> None:
         await self._ownership.start()
         self._dispatcher.start()

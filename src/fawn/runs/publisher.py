@@ -5,7 +5,8 @@ owned by the publisher delivers them in order, numbering them itself (so a retry
 reply duplicates nothing, and a stream lost in a Redis restart is recreated at the same ids).
 While the backend is unreachable the events wait, up to ``capacity``; past that the oldest
 undelivered ones are dropped and subscribers see a gap (the durable state covers them).
-A failing stream therefore never fails a run, and never delays its durable finalization.
+A failing stream therefore never fails a run, and never delays its durable finalization;
+a backend failing in a way it does not declare only drops the event it was given.
 """
 
 from __future__ import annotations
@@ -85,7 +86,7 @@ class RunPublisher:
         self._closing = True
         if self._task is not None:
             self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
+            with contextlib.suppress(asyncio.CancelledError, Exception):
                 await self._task
             self._task = None
 
@@ -100,6 +101,9 @@ class RunPublisher:
                 delay = min(delay * 2, _RETRY_MAX)
             except StreamError as exc:  # gone or closed by whoever settled the run
                 log.info("stream of run %s not closed: %s", self._run_id, exc)
+                return False
+            except Exception:  # a broken backend: the run's end stays durable all the same
+                log.exception("stream of run %s not closed", self._run_id)
                 return False
 
     async def _deliver(self) -> None:
@@ -124,6 +128,9 @@ class RunPublisher:
                 continue
             except (StreamError, TypeError, ValueError) as exc:
                 log.warning("run %s: stream event %s dropped: %s", self._run_id, event, exc)
+                self.dropped += 1
+            except Exception:  # a backend failing in a way it does not declare: never fatal
+                log.exception("run %s: stream event %s dropped", self._run_id, event)
                 self.dropped += 1
             delay = _RETRY_FIRST
             if self._pending and self._pending[0][0] == event_id:

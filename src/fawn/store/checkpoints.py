@@ -2,14 +2,25 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+import asyncio
+import logging
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any, cast
+from typing import Any, TypeVar, cast
 
 import aiosqlite
+import psycopg
+import psycopg_pool
 from langchain_core.runnables import RunnableConfig
-from langgraph.checkpoint.base import BaseCheckpointSaver, CheckpointMetadata
+from langgraph.checkpoint.base import (
+    BaseCheckpointSaver,
+    ChannelVersions,
+    Checkpoint,
+    CheckpointMetadata,
+    CheckpointTuple,
+)
 from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
 from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 from psycopg.rows import dict_row
@@ -19,6 +30,65 @@ from fawn.config.settings import DatabaseSettings
 from fawn.store.database import libpq_url, normalise_url
 
 Saver = BaseCheckpointSaver[Any]
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+#: how long a checkpoint read or write keeps retrying through a PostgreSQL outage (a run's
+#: owner stops the run itself after ``runs.outage_tolerance_seconds``, which cancels it)
+OUTAGE_RETRY_SECONDS = 300.0
+_RETRY_FIRST = 0.1
+_RETRY_MAX = 2.0
+#: how long the pool waits for a connection (and keeps reconnecting) before giving up
+POOL_WAIT_SECONDS = 3.0
+
+
+class OutageTolerantPostgresSaver(AsyncPostgresSaver):
+    """The PostgreSQL saver, retrying a read or write that failed because the database could
+    not be reached (a restart, a short outage) instead of failing the run. Every retried
+    operation is idempotent: checkpoints and writes are upserts keyed by their ids."""
+
+    retry_seconds = OUTAGE_RETRY_SECONDS
+
+    async def _retrying(self, what: str, op: Callable[[], Awaitable[T]]) -> T:
+        deadline = time.monotonic() + self.retry_seconds
+        delay = _RETRY_FIRST
+        while True:
+            try:
+                return await op()
+            except (psycopg.OperationalError, psycopg_pool.PoolTimeout) as exc:
+                if time.monotonic() + delay > deadline:
+                    raise
+                log.warning("checkpoint %s: database unreachable (%s); retrying", what, exc)
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, _RETRY_MAX)
+
+    async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
+        base = AsyncPostgresSaver.aget_tuple
+        return await self._retrying("read", lambda: base(self, config))
+
+    async def aput(
+        self,
+        config: RunnableConfig,
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: ChannelVersions,
+    ) -> RunnableConfig:
+        base = AsyncPostgresSaver.aput
+        return await self._retrying(
+            "write", lambda: base(self, config, checkpoint, metadata, new_versions)
+        )
+
+    async def aput_writes(
+        self,
+        config: RunnableConfig,
+        writes: Sequence[tuple[str, Any]],
+        task_id: str,
+        task_path: str = "",
+    ) -> None:
+        base = AsyncPostgresSaver.aput_writes
+        await self._retrying("writes", lambda: base(self, config, writes, task_id, task_path))
 
 
 @asynccontextmanager
@@ -48,11 +118,19 @@ async def open_checkpointer(settings: DatabaseSettings, data_dir: Path) -> Async
         min_size=1,
         max_size=settings.pool_size,
         kwargs={"autocommit": True, "prepare_threshold": 0, "row_factory": dict_row},
+        # a connection is checked when it is handed out: one the server dropped (a restart)
+        # is replaced instead of failing its first statement
+        check=AsyncConnectionPool.check_connection,
+        # through an outage, waiting for a connection and reconnecting give up soon, so
+        # that the saver's own retries ask again: the pool's reconnection backoff (doubling
+        # up to minutes) would otherwise keep runs waiting long after the database is back
+        timeout=POOL_WAIT_SECONDS,
+        reconnect_timeout=POOL_WAIT_SECONDS,
         open=False,
     )
     await pool.open()
     try:
-        pg_saver = AsyncPostgresSaver(pool)
+        pg_saver = OutageTolerantPostgresSaver(pool)
         await pg_saver.setup()
         yield pg_saver
     finally:

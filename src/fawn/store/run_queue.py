@@ -223,13 +223,15 @@ class RunQueue:
                     else:
                         await _mark(conn, run, strategy, now)
                         marked.append(run)
-            seq = (
+            # positions are never reused, although runs are deleted (a rollback deletes them)
+            highest = (
                 await conn.execute(
                     select(func.coalesce(func.max(runs.c.seq), 0)).where(
                         runs.c.thread_id == new.thread_id
                     )
                 )
             ).scalar_one()
+            seq = max(int(highest), int(thread._mapping["run_seq"] or 0))
             await conn.execute(
                 insert(runs).values(
                     run_id=new.run_id,
@@ -253,7 +255,13 @@ class RunQueue:
             if any(current.get(k) != v for k, v in new.thread_stamp.items()):
                 changes["metadata"] = {**current, **new.thread_stamp}
             if changes:
-                await _set_thread(conn, new.thread_id, now, **changes)
+                await _set_thread(conn, new.thread_id, now, run_seq=seq + 1, **changes)
+            else:
+                await conn.execute(
+                    update(threads)
+                    .where(threads.c.thread_id == new.thread_id)
+                    .values(run_seq=seq + 1)
+                )
             row = (await conn.execute(select(runs).where(runs.c.run_id == new.run_id))).one()
         return Admitted(run=run_record(row), settled=settled, marked=marked)
 

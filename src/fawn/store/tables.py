@@ -34,6 +34,8 @@ threads = Table(
     Column("error", JSONType, nullable=True),
     # the owner: a user id, or "default" (the single user of a server without authentication)
     Column("user_id", String(255), nullable=False, server_default="default"),
+    # the last position (``runs.seq``) given to a run of the thread: never reused
+    Column("run_seq", Integer, nullable=False, server_default="0"),
     Index("ix_threads_user_created", "user_id", "created_at"),
 )
 
