@@ -142,8 +142,9 @@ def test_unknown_top_level_section_is_an_error_naming_it() -> None:
     with pytest.raises(ConfigError) as raised:
         parse_config({"server": {}, "tools": [], "memory": {}}, {})
     assert str(raised.value) == (
-        "unknown config section(s): memory, tools (known: agent, auth, controls, data_dir, "
-        "database, models, runs, sandbox, server, streams, subagents, summarization, title, "
+        "unknown config section(s): memory, tools (known: agent, auth, checkpoints, controls, "
+        "data_dir, database, evidence, models, runs, sandbox, server, streams, subagents, "
+        "summarization, title, "
         "uploads)"
     )
 
@@ -320,7 +321,7 @@ def test_db_upgrade_on_a_fresh_data_dir(tmp_path: Path) -> None:
     assert (first.returncode, first.stdout) == (0, "fawn: database is up to date\n")
     # One line saying what changed; none of Alembic's start-up chatter.
     assert first.stderr.endswith(
-        "INFO fawn.store.database: database schema upgraded from empty to 0004\n"
+        "INFO fawn.store.database: database schema upgraded from empty to 0007\n"
     )
     assert first.stderr.count("\n") == 1
     assert (again.returncode, again.stdout, again.stderr) == (

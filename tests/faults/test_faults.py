@@ -133,6 +133,15 @@ def answer_quickly(stub: StubServerThread, made: list[tuple[str, str]]) -> None:
         stub.add_script(KEYS[tid], [{"content": "answered", "delay": 0.1}])
 
 
+async def until_asked(stub: StubServerThread, made: list[tuple[str, str]]) -> None:
+    """Wait until the model stub has received the request of each of these threads' runs."""
+    for _ in range(1200):
+        if all(stub.requests_for(KEYS[tid]) for tid, _ in made):
+            return
+        await asyncio.sleep(0.05)
+    raise AssertionError("the runs never called the model")
+
+
 async def until_running(deployment: Deployment, run_ids: list[str]) -> None:
     for _ in range(600):
         rows = await statuses(deployment, run_ids)
@@ -304,7 +313,7 @@ async def test_sigterm_mid_run_drains(
     ]
     await until_running(deployment, [r for _, r in short + long])
     followers = [asyncio.create_task(follow(clients, t, r)) for t, r in short + long]
-    await asyncio.sleep(0.3)
+    await until_asked(stub, long)  # "running" may still be before the model call
     answer_quickly(stub, long)  # its queued run, once the drain has stopped the long one
     await asyncio.to_thread(deployment.workers[0].stop)  # SIGTERM, then waits for the exit
     print(f"settle after SIGTERM: {await settled(deployment):.2f} s")

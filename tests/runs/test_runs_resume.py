@@ -222,11 +222,11 @@ async def test_heartbeats_while_the_run_is_idle(tuned: LiveServer, stub: Any, ke
     exchange = Expected(Lead.of(tuned, tid), run_id, key, ai_invoked("late answer"))
     assert events == [metadata_event(run_id, tid), *exchange.values(), end_event(run_id)]
     assert {frames[i][1].lines for i, _ in beats} == {(": heartbeat",)}
-    # every heartbeat sits in the model's silence: after the last values before the model
-    # step, before the first values after it
+    # the model's silence (after the last values before the model step, before the first
+    # values after it) is filled with heartbeats; a loaded machine may add a beat elsewhere
     quiet_from = len(exchange.values(until="model")) + 1
-    positions = [i for i, _ in beats]
-    assert positions == list(range(quiet_from, quiet_from + len(beats)))
-    assert len(beats) >= 3
-    intervals = [b - a for (_, a), (_, b) in zip(beats, beats[1:], strict=False)]
+    in_silence = [(i, t) for i, t in beats if i >= quiet_from]
+    assert [i for i, _ in in_silence] == list(range(quiet_from, quiet_from + len(in_silence)))
+    assert len(in_silence) >= 3
+    intervals = [b - a for (_, a), (_, b) in zip(in_silence, in_silence[1:], strict=False)]
     assert all(0.1 < i < 0.8 for i in intervals), intervals

@@ -119,6 +119,7 @@ def test_constants() -> None:
         ("", None),
         ("   ", None),
         ("0", None),
+        ("-1", None),  # the JS SDK's "replay the whole run"
         ("1", 1),
         ("42", 42),
         (" 17 ", 17),
@@ -131,7 +132,7 @@ def test_parse_last_event_id(header: str | None, cursor: int | None) -> None:
 
 
 @pytest.mark.parametrize(
-    "header", ["abc", "-1", "+3", "1.5", "1_000", "1732000000000-0", "１２", str(MAX_EVENT_ID + 1)]
+    "header", ["abc", "-2", "+3", "1.5", "1_000", "1732000000000-0", "１２", str(MAX_EVENT_ID + 1)]
 )
 def test_parse_last_event_id_refuses_what_is_not_our_id(header: str) -> None:
     with pytest.raises(InvalidCursor) as raised:

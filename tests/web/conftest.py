@@ -1,6 +1,6 @@
 """Browser tests: Playwright for Python driving the system Chromium (no browser download).
 
-One browser for the session, a fresh context (cookies, storage) per test. A failing test
+One browser per test module, a fresh context (cookies, storage) per test. A failing test
 leaves a screenshot and the page's console under ``test-artifacts/web/``.
 """
 
@@ -45,7 +45,11 @@ _FAILED = pytest.StashKey[bool]()
 expect.set_options(timeout=30_000)
 
 
-@pytest.fixture(scope="session")
+# Module scope, not session: Playwright's sync API keeps an event loop running in this thread
+# while it is started, and an asyncio test that the same xdist worker runs next would fail
+# ("Runner.run() cannot be called from a running event loop"). Pytest tears module fixtures
+# down before a test of another module runs.
+@pytest.fixture(scope="module")
 def playwright() -> Iterator[Playwright]:
     if not CHROMIUM.exists():
         pytest.fail("Chromium is missing: run scripts/system-deps (installs Debian's chromium)")
@@ -53,7 +57,7 @@ def playwright() -> Iterator[Playwright]:
         yield pw
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser(playwright: Playwright) -> Iterator[Browser]:
     # launch() gives every run a fresh temporary profile (user-data-dir).
     browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)

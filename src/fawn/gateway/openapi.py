@@ -11,6 +11,7 @@ few that only some routes send (:data:`_ROUTE_ERRORS`).
 
 from __future__ import annotations
 
+import copy
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -206,7 +207,24 @@ def build_document(app: FastAPI) -> dict[str, Any]:
             responses.update(error_responses(method, path))
             responses.update(_SUCCESS.get((method, path), {}))
     _name_nodes(app, schemas)
+    _limit_uploads(app, document)
     return document
+
+
+def _limit_uploads(app: FastAPI, document: dict[str, Any]) -> None:
+    """The upload routes take at most ``uploads.max_files`` files a request (413 beyond)."""
+    services = getattr(app.state, "services", None)
+    if services is None:
+        return
+    for operations in document.get("paths", {}).values():
+        for operation in operations.values():
+            body = operation.get("requestBody") or {}
+            schema = (body.get("content") or {}).get("multipart/form-data", {}).get("schema", {})
+            if "files" in schema.get("properties", {}):
+                # a copy: the route's declaration is shared by every app in the process
+                operation["requestBody"] = body = copy.deepcopy(body)
+                files = body["content"]["multipart/form-data"]["schema"]["properties"]["files"]
+                files["maxItems"] = services.config.uploads.max_files
 
 
 _SSE_EVENT = {

@@ -180,7 +180,8 @@ async def memory_write(caller: CallerDep) -> Response:
     raise NotSupported(_MEMORY_OFF)
 
 
-@router.api_route("/api/memory/facts/{fact_id}", methods=["PATCH", "DELETE"])
+@router.api_route("/api/memory/facts/{fact_id}", methods=["PATCH"])
+@router.api_route("/api/memory/facts/{fact_id}", methods=["DELETE"])
 async def memory_fact_write(fact_id: str, caller: CallerDep) -> Response:
     del caller, fact_id
     raise NotSupported(_MEMORY_OFF)
@@ -199,7 +200,8 @@ async def mcp_config_write(caller: CallerDep) -> Response:
     raise NotSupported("MCP servers are not supported by fawn")
 
 
-@router.api_route("/api/threads/{thread_id}/runs/{run_id}/feedback", methods=["PUT", "DELETE"])
+@router.api_route("/api/threads/{thread_id}/runs/{run_id}/feedback", methods=["PUT"])
+@router.api_route("/api/threads/{thread_id}/runs/{run_id}/feedback", methods=["DELETE"])
 async def run_feedback(
     thread_id: str, run_id: str, services: ServicesDep, caller: CallerDep
 ) -> Response:

@@ -80,8 +80,8 @@ class EventStreamRequest(Body):
 
     channels: list[Channel] = Field(min_length=1)
     namespaces: list[list[str]] | None = None
-    depth: JsonInt | None = Field(default=None, ge=0)
-    since: JsonInt | None = Field(default=None, ge=0, le=2**53 - 1)
+    depth: Annotated[JsonInt, Field(ge=0, le=2**53 - 1)] | None = None
+    since: Annotated[JsonInt, Field(ge=0, le=2**53 - 1)] | None = None
 
 
 class CommandFailed(Exception):
