@@ -339,9 +339,10 @@ def test_db_upgrade_on_a_fresh_data_dir(tmp_path: Path) -> None:
         "users",
         "sessions",
         "api_keys",
+        "run_receipts",
         "alembic_version",
     } <= tables
-    assert version == [("0004",)]
+    assert version == [("0007",)]
 
 
 def test_config_errors_stop_the_cli_with_the_message(tmp_path: Path) -> None:
