@@ -335,7 +335,12 @@ async def test_mixed_strategy_load_with_bursts(
     two ``interrupt`` runs, each burst sent at once through both workers."""
     threads = 8
     key = f"f-{uuid.uuid4().hex[:10]}"
-    stub.add_script(key, [{"content": "load answer", "delay": 0.6}])
+    # the queued runs are the conversation's first three answers; every later one (the
+    # bursts') lasts long enough that the next burst always finds the last run of the
+    # previous one active, however loaded the machine (a run that ended before the next
+    # admission is rightly a success)
+    quick, slow = {"content": "load answer", "delay": 0.6}, {"content": "load answer", "delay": 4}
+    stub.add_script(key, [quick, quick, quick, slow])
     tids = [(await clients[i % 2].threads.create())["thread_id"] for i in range(threads)]
 
     async def create(i: int, tid: str, label: str, strategy: str) -> tuple[str, str]:

@@ -280,6 +280,42 @@ async def test_4_a_cancel_through_another_worker_applies_without_a_renewal(
         )
 
 
+@pytest.mark.postgres
+async def test_4_a_cancel_signalled_between_a_claim_and_its_registration_still_applies(
+    tmp_path: Path, pg_url: str, clock: FakeClock, gates: Gates, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Worker a has claimed the run in the database but not registered it yet when worker
+    b's ``interrupt`` admission marks it and signals: the signal finds no run on a. It must
+    still stop the run (the clock never moves, so no renewal can rescue it)."""
+    paused, release = asyncio.Event(), asyncio.Event()
+    claim = RunQueue.claim
+    held: list[str] = []
+
+    async def slow_claim(self: RunQueue, run_id: str, thread_id: str, *args: Any) -> Any:
+        claimed = await claim(self, run_id, thread_id, *args)
+        if claimed is not None and not held:
+            held.append(run_id)
+            paused.set()
+            await release.wait()
+        return claimed
+
+    async with _pair(tmp_path, pg_url, clock, gates) as (a, b):
+        tid = await a.new_thread()
+        monkeypatch.setattr(RunQueue, "claim", slow_claim)
+        admitting = asyncio.create_task(a.admit(tid, "hold:never"))
+        await asyncio.wait_for(paused.wait(), 10)
+        follower = await b.admit(tid, "ok", multitask_strategy="interrupt")
+        release.set()
+        holder = await asyncio.wait_for(admitting, 10)
+        assert held == [holder]
+        await asyncio.wait_for(b.service.result(tid, follower), 10)
+        assert [await _status(b, tid, r) for r in (holder, follower)] == [
+            "interrupted",
+            "success",
+        ]
+        assert await _steps(b, tid) == ["ok"]
+
+
 # -- 5. the stream backend goes away ------------------------------------------------------------
 
 

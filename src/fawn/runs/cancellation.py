@@ -59,9 +59,7 @@ class Cancellation:
             await self._ender.end(item.run.run_id, item.run.thread_id, item.status)
 
     def _stop_here(self, run_id: str, action: CancelAction) -> None:
-        run = self._local.get(run_id)
-        if run is not None:
-            run.request_stop(action)
+        self._local.signal(run_id, action)
 
     def _on_signal(self, message: Message) -> None:
         action = message.get("action")

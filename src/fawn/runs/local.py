@@ -75,16 +75,35 @@ class LocalRuns:
     stateless run's thread is gone when its waiter asks: the answer is kept in memory)."""
 
     RECENT = 1024
+    #: cancel signals kept for runs not registered here (yet)
+    SIGNALS = 4096
 
     def __init__(self) -> None:
         self._runs: dict[str, LocalRun] = {}
         self._recent: OrderedDict[str, RunResult] = OrderedDict()
+        self._signals: OrderedDict[str, CancelAction] = OrderedDict()
         #: held from a claim until the claimed run is registered here, and by whoever
         #: compares this registry with the runs the database says we own
         self.claiming = asyncio.Lock()
 
     def add(self, run: LocalRun) -> None:
         self._runs[run.run_id] = run
+        action = self._signals.pop(run.run_id, None)
+        if action is not None:
+            run.request_stop(action)
+
+    def signal(self, run_id: str, action: CancelAction) -> None:
+        """A cancel for ``run_id``: stop it if it executes here, else keep the request a
+        while. A run this process claimed is registered only after its claim committed,
+        and a cancel that marked it in between was signalled to nobody: registering it
+        applies the kept request (every worker keeps every signal; the oldest are dropped)."""
+        run = self._runs.get(run_id)
+        if run is not None:
+            run.request_stop(action)
+            return
+        self._signals[run_id] = action
+        while len(self._signals) > self.SIGNALS:
+            self._signals.popitem(last=False)
 
     def remove(self, run_id: str) -> None:
         run = self._runs.pop(run_id, None)
