@@ -10,7 +10,10 @@ first (cold) snapshot; a rollback restore of one run; and, for scale, a plain co
 workspace (``shutil.copytree``) measured in the same run. On a shared machine wall time
 mostly measures waiting for a CPU, so the CPU time of the same work (``process_time``) is
 reported beside it, and the CPU time of GNU ``find`` stat-ing the same tree (the floor of
-any stat-based snapshot, in C). Nothing here asserts.
+any stat-based snapshot, in C). The store lists only the directories inotify reported
+changed (``evidence.watch``); a second store with watching off (it stats every file) takes
+the same after-snapshot each run, for the ratio, and the two trees are compared. Nothing
+here asserts.
 
     .venv/bin/python bench/evidence_bench.py --files 10000 --changed 3 --runs 30
 """
@@ -101,16 +104,23 @@ def main() -> None:
         store = EvidenceStore(
             exclude=[".git", "node_modules"], keep_runs=20, limits=ChangeLimits()
         ).thread(root)
+        # the same snapshots by a store told nothing by inotify: it stats every file
+        walking = EvidenceStore(
+            exclude=[".git", "node_modules"], keep_runs=20, limits=ChangeLimits(), watch=False
+        ).thread(root)
 
         t0 = time.perf_counter()
         store.snapshot()
         cold = time.perf_counter() - t0
+        walking.snapshot()
 
         walks: list[float] = []
         cpus: list[float] = []
         walk_cpus: list[float] = []
         befores: list[float] = []
         afters: list[float] = []
+        walked: list[float] = []
+        same = True
         seen = 0
         first_before = None
         for run in range(args.runs):
@@ -127,6 +137,9 @@ def main() -> None:
             t3 = time.perf_counter()
             cpus.append((c1 - c0) + (time.process_time() - c2))
             befores.append(t1 - t0)
+            t5 = time.perf_counter()
+            same = same and walking.snapshot().trees == store.snapshot().trees
+            walked.append(time.perf_counter() - t5)  # its before is this run's after
             t4, c4 = time.perf_counter(), time.process_time()
             bare_walk(root)
             walks.append(time.perf_counter() - t4)
@@ -161,6 +174,11 @@ def main() -> None:
         "per_run_p50_ms": round(statistics.median(totals) * ms, 2),
         "per_run_p95_ms": round(pct(totals, 0.95) * ms, 2),
         "per_run_cpu_p50_ms": round(statistics.median(cpus) * ms, 2),
+        "walking_store_per_run_p50_ms": round(2 * statistics.median(walked) * ms, 2),
+        "per_run_vs_walking_store": round(
+            statistics.median(totals) / (2 * statistics.median(walked)), 3
+        ),
+        "watched_trees_equal_walked_every_run": same,
         "bare_lstat_walk_p50_ms": round(statistics.median(walks) * ms, 2),
         "bare_lstat_walk_cpu_p50_ms": round(statistics.median(walk_cpus) * ms, 2),
         "find_cpu_ms": round(find_cpu * ms, 2),

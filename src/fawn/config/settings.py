@@ -303,6 +303,9 @@ class EvidenceSettings(_Section):
     #: files larger than this are recorded by size and timestamps only, not stored: their
     #: changes are listed, but a rollback cannot restore them (README)
     max_file_bytes: int = Field(default=64 * 1024 * 1024, ge=0)
+    #: learn from inotify which directories changed, so a snapshot lists only those (off:
+    #: every snapshot stats every file; README "Workspace evidence" says what each sees)
+    watch: bool = True
     #: a run that creates or modifies a file under outputs/ without presenting it ends
     #: ``error`` (stop reason ``delivery_incomplete``)
     require_delivery: bool = True

@@ -19,6 +19,7 @@ import time
 from dataclasses import dataclass, field
 
 from fawn.evidence.objects import ObjectStore, Tree, TreeEntry
+from fawn.evidence.watch import Plan, RootWatch, Watcher
 
 #: stat facts that vouch for a cached hash
 StatKey = tuple[int, int, int, int, int]
@@ -60,6 +61,17 @@ class _Walk:
     racy_after: int
     max_file_bytes: int | None = None
     hashed: int = 0
+    #: what changed since the last snapshot (a full plan: nothing known, walk everything)
+    plan: Plan = field(default_factory=lambda: Plan(full=True))
+    descend: set[str] = field(default_factory=set)
+    watcher: Watcher | None = None
+    watch: RootWatch | None = None
+    #: directories holding a file that could change unseen: listed again next time
+    racy: set[str] = field(default_factory=set)
+
+    @property
+    def in_place(self) -> bool:
+        return self.new is self.old
 
 
 def snapshot_dir(
@@ -68,29 +80,101 @@ def snapshot_dir(
     cache: StatCache,
     excluded: Excluded,
     max_file_bytes: int | None = None,
+    *,
+    watcher: Watcher | None = None,
+    watch: RootWatch | None = None,
 ) -> str:
     """The tree name of directory ``root`` (created empty if missing); ``cache`` is updated
     in place to what this snapshot saw. Files over ``max_file_bytes`` are recorded by their
-    stat facts only (:data:`UNSTORED`): changes see them, a restore leaves them as they are."""
+    stat facts only (:data:`UNSTORED`): changes see them, a restore leaves them as they are.
+
+    With a ``watcher``, only the directories it reports changed since the last snapshot
+    of ``watch`` are listed (:mod:`fawn.evidence.watch`); every other one's tree comes from
+    ``cache``."""
     os.makedirs(root, exist_ok=True)
+    plan = watcher.begin(watch) if watcher is not None and watch is not None else Plan(True)
+    if not plan.full and "" not in cache.dirs:
+        plan = Plan(full=True)
     fd = os.open(root, _DIR_FLAGS)
     walk = _Walk(
         store=store,
         old=cache,
-        new=StatCache(),
+        new=StatCache() if plan.full else cache,
         excluded=excluded,
         racy_after=time.time_ns() - RACY_NS,
         max_file_bytes=max_file_bytes,
+        plan=plan,
+        descend=plan.descend(),
+        watcher=watcher,
+        watch=watch,
     )
     try:
-        name = _tree(walk, fd, "")
+        name = _tree(walk, fd, "", plan.full)
     finally:
         os.close(fd)
-    cache.files, cache.dirs = walk.new.files, walk.new.dirs
+    if not walk.in_place:
+        cache.files, cache.dirs = walk.new.files, walk.new.dirs
+    if watcher is not None and watch is not None:
+        for rel in walk.racy:
+            watcher.recheck(watch, rel)
     return name
 
 
-def _tree(walk: _Walk, dir_fd: int, rel: str) -> str:
+def _tree(walk: _Walk, dir_fd: int, rel: str, whole: bool) -> str:
+    """The tree name of directory ``rel``: reused from the cache when nothing in it changed,
+    rebuilt from the cache when only something below it did, else listed (``whole``:
+    everything below it is listed too)."""
+    if not whole and rel in walk.plan.fresh:
+        whole = True
+    if not whole and rel not in walk.descend:
+        cached = walk.old.dirs.get(rel)
+        if cached is not None:
+            return cached[1]
+        whole = True  # never seen: nothing to reuse
+    if whole or rel in walk.plan.dirty:
+        return _scan(walk, dir_fd, rel, whole)
+    return _rebuild(walk, dir_fd, rel)
+
+
+def _rebuild(walk: _Walk, dir_fd: int, rel: str) -> str:
+    """A directory whose own entries did not change: its cached entries, with the trees of
+    the subdirectories that did change made again."""
+    cached = walk.old.dirs.get(rel)
+    if cached is None:
+        return _scan(walk, dir_fd, rel, True)
+    prefix = f"{rel}/" if rel else ""
+    entries: list[TreeEntry] = []
+    for entry in cached[0]:
+        name, kind, mode, ref, size = entry
+        path = prefix + name
+        if kind != "d" or path not in walk.descend:
+            entries.append(entry)
+            continue
+        try:
+            fd = os.open(name, _DIR_FLAGS, dir_fd=dir_fd)
+        except OSError:  # changed in a way not reported yet: list this directory
+            return _scan(walk, dir_fd, rel, False)
+        try:
+            entries.append((name, kind, mode, _tree(walk, fd, path, False), size))
+        finally:
+            os.close(fd)
+    return _keep_tree(walk, rel, tuple(entries))
+
+
+def _keep_tree(walk: _Walk, rel: str, tree: Tree) -> str:
+    cached_tree = walk.old.dirs.get(rel)
+    if cached_tree is not None and cached_tree[0] == tree:
+        tree_name = cached_tree[1]
+    else:
+        tree_name = walk.store.put_tree(tree)
+    walk.new.dirs[rel] = (tree, tree_name)
+    return tree_name
+
+
+def _scan(walk: _Walk, dir_fd: int, rel: str, whole: bool) -> str:
+    if walk.watcher is not None and walk.watch is not None:
+        walk.watcher.add(walk.watch, rel, dir_fd)  # before listing: no change goes unseen
+    before = walk.old.dirs.get(rel) if walk.in_place else None
     with os.scandir(dir_fd) as it:
         items = sorted(it, key=_name)
     old_files, new_files = walk.old.files, walk.new.files
@@ -108,38 +192,51 @@ def _tree(walk: _Walk, dir_fd: int, rel: str) -> str:
         mode = st.st_mode
         path = prefix + name
         if stat.S_ISREG(mode):
+            key = (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, mode)
+            if st.st_nlink > 1 and walk.watcher is not None and walk.watch is not None:
+                walk.watcher.linked(walk.watch, path, key)
             # the hot path: an unchanged file costs this lstat and a dictionary lookup
             cached = old_files.get(path)
-            if cached is not None and cached[0] == (
-                st.st_size,
-                st.st_mtime_ns,
-                st.st_ctime_ns,
-                st.st_ino,
-                mode,
-            ):
+            if cached is not None and cached[0] == key:
                 new_files[path] = cached
                 entries.append((name, "f", mode & 0o7777, cached[1], st.st_size))
                 continue
             entry = _file(walk, dir_fd, path, name, st)
         else:
-            entry = _other(walk, dir_fd, path, name, st)
+            entry = _other(walk, dir_fd, path, name, st, whole)
         if entry is not None:
             entries.append(entry)
     tree = tuple(entries)
-    cached_tree = walk.old.dirs.get(rel)
-    if cached_tree is not None and cached_tree[0] == tree:
-        tree_name = cached_tree[1]
-    else:
-        tree_name = walk.store.put_tree(tree)
-    walk.new.dirs[rel] = (tree, tree_name)
-    return tree_name
+    if before is not None:
+        _forget_gone(walk.new, prefix, before[0], tree)
+    return _keep_tree(walk, rel, tree)
+
+
+def _forget_gone(cache: StatCache, prefix: str, before: Tree, now: Tree) -> None:
+    """Drop what an in-place cache holds for the entries of one directory that are gone
+    (or changed kind) since it was last listed."""
+    kinds = {e[0]: e[1] for e in now}
+    for name, kind, _mode, _ref, _size in before:
+        if kinds.get(name) == kind:
+            continue
+        path = prefix + name
+        if kind == "f":
+            cache.files.pop(path, None)
+        elif kind == "d":
+            below = path + "/"
+            for gone in [p for p in cache.files if p.startswith(below)]:
+                del cache.files[gone]
+            for gone in [p for p in cache.dirs if p == path or p.startswith(below)]:
+                del cache.dirs[gone]
 
 
 def _name(item: os.DirEntry[str]) -> str:
     return item.name
 
 
-def _other(walk: _Walk, dir_fd: int, path: str, name: str, st: os.stat_result) -> TreeEntry | None:
+def _other(
+    walk: _Walk, dir_fd: int, path: str, name: str, st: os.stat_result, whole: bool
+) -> TreeEntry | None:
     """A symlink (recorded, never followed), a directory (walked), or nothing."""
     mode = st.st_mode
     if stat.S_ISLNK(mode):
@@ -149,12 +246,14 @@ def _other(walk: _Walk, dir_fd: int, path: str, name: str, st: os.stat_result) -
             return None
         return (name, "l", 0, target, 0)
     if stat.S_ISDIR(mode):
+        if not whole and path not in walk.descend and path in walk.old.dirs:
+            return (name, "d", stat.S_IMODE(mode), walk.old.dirs[path][1], 0)
         try:
             fd = os.open(name, _DIR_FLAGS, dir_fd=dir_fd)
         except OSError:  # replaced meanwhile
             return None
         try:
-            return (name, "d", stat.S_IMODE(mode), _tree(walk, fd, path), 0)
+            return (name, "d", stat.S_IMODE(mode), _tree(walk, fd, path, whole), 0)
         finally:
             os.close(fd)
     return None  # sockets, FIFOs, devices: not content
@@ -176,5 +275,6 @@ def _file(walk: _Walk, dir_fd: int, path: str, name: str, st: os.stat_result) ->
         walk.hashed += 1
         if max(st.st_mtime_ns, st.st_ctime_ns) >= walk.racy_after or size != st.st_size:
             trusted = None  # changed as it was read, or may change unseen: hash it next time
+            walk.racy.add(path.rpartition("/")[0])
     walk.new.files[path] = (trusted, digest)
     return (name, "f", stat.S_IMODE(st.st_mode), digest, size)

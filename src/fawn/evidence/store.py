@@ -7,7 +7,8 @@ Layout, beside the thread's ``user-data`` (so deleting the thread deletes it)::
 
 The stat caches live in memory, one per thread (bounded): after a restart the first
 snapshot of a thread hashes its files once more (nothing is written again: the objects are
-there). Everything here is blocking file work: callers run it in a worker thread.
+there). While a thread's cache is kept, inotify tells which of its directories changed
+(:mod:`fawn.evidence.watch`), so a snapshot lists only those. Everything here is blocking file work: callers run it in a worker thread.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from fawn.evidence.errors import SnapshotMissing
 from fawn.evidence.objects import ObjectStore
 from fawn.evidence.restore import restore_dir
 from fawn.evidence.snapshot import Excluded, StatCache, snapshot_dir
+from fawn.evidence.watch import RootWatch, Watcher
 
 #: the snapshotted roots: name → virtual path prefix
 ROOTS = {"workspace": "/mnt/user-data/workspace", "outputs": "/mnt/user-data/outputs"}
@@ -45,6 +47,7 @@ class RunSnapshot:
 class _ThreadState:
     lock: threading.Lock = field(default_factory=threading.Lock)
     caches: dict[str, StatCache] = field(default_factory=dict)
+    watches: dict[str, RootWatch] = field(default_factory=dict)
 
 
 class EvidenceStore:
@@ -57,8 +60,11 @@ class EvidenceStore:
         keep_runs: int,
         limits: ChangeLimits,
         max_file_bytes: int | None = None,
+        watch: bool = True,
     ) -> None:
         self._exclude = frozenset(exclude)
+        #: reports which directories changed, so a snapshot lists only those
+        self.watcher = Watcher() if watch else None
         self.max_file_bytes = max_file_bytes
         self.keep_runs = keep_runs
         self.limits = limits
@@ -74,8 +80,20 @@ class EvidenceStore:
                 state = self._states[key] = _ThreadState()
             self._states.move_to_end(key)
             while len(self._states) > _KEEP_CACHES:
-                self._states.popitem(last=False)
+                _key, gone = self._states.popitem(last=False)
+                self._unwatch(gone)
         return ThreadEvidence(self, user_data, state)
+
+    def close(self) -> None:
+        """Stop watching (later snapshots walk everything)."""
+        if self.watcher is not None:
+            self.watcher.close()
+
+    def _unwatch(self, state: _ThreadState) -> None:
+        if self.watcher is not None:
+            with state.lock:
+                for watch in state.watches.values():
+                    self.watcher.forget(watch)
 
     def excluded(self, root: str) -> Excluded:
         return Excluded(self._exclude, internal=_INTERNAL if root == "workspace" else None)
@@ -101,10 +119,18 @@ class ThreadEvidence:
                         self._state.caches.setdefault(root, StatCache()),
                         self._store.excluded(root),
                         self._store.max_file_bytes,
+                        watcher=self._store.watcher,
+                        watch=self._watch(root),
                     )
                     for root in ROOTS
                 }
             )
+
+    def _watch(self, root: str) -> RootWatch:
+        watch = self._state.watches.get(root)
+        if watch is None:
+            watch = self._state.watches[root] = RootWatch(str(self._user_data / root))
+        return watch
 
     def record(self, run_id: str, snapshot: RunSnapshot) -> None:
         """Keep ``snapshot`` as the state before ``run_id`` (what a rollback restores)."""

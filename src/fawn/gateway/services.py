@@ -100,6 +100,7 @@ def evidence_store(settings: EvidenceSettings) -> EvidenceStore | None:
         keep_runs=settings.keep_runs,
         limits=limits,
         max_file_bytes=settings.max_file_bytes,
+        watch=settings.watch,
     )
 
 
@@ -212,6 +213,7 @@ def build_runs(parts: RunParts) -> tuple[RunService, RunLifecycle]:
         shutdown=shutdown,
         drain_seconds=settings.drain_seconds,
         stop_wait_seconds=settings.stop_wait_seconds,
+        workspace=workspace,
     )
     return service, lifecycle
 

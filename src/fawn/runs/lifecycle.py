@@ -17,6 +17,7 @@ from fawn.runs.ownership import Ownership
 from fawn.runs.service import RunService
 from fawn.runs.shutdown import Shutdown
 from fawn.runs.wakeups import Wakeups
+from fawn.runs.workspace import WorkspaceEvidence
 from fawn.streams.notify import Notifier
 
 log = logging.getLogger(__name__)
@@ -34,7 +35,9 @@ class RunLifecycle:
         shutdown: Shutdown,
         drain_seconds: float,
         stop_wait_seconds: float,
+        workspace: WorkspaceEvidence | None = None,
     ) -> None:
+        self._workspace = workspace
         self._ownership = ownership
         self._dispatcher = dispatcher
         self._service = service
@@ -72,7 +75,11 @@ class RunLifecycle:
     async def aclose(self) -> None:
         self._shutdown.draining.set()
         self._shutdown.releasing.set()
-        await self._dispatcher.aclose()
-        await self._service.aclose()
-        await self._ownership.set_state("stopped")
-        await self._ownership.aclose()
+        try:
+            await self._dispatcher.aclose()
+            await self._service.aclose()
+            await self._ownership.set_state("stopped")
+            await self._ownership.aclose()
+        finally:
+            if self._workspace is not None:
+                self._workspace.close()

@@ -127,6 +127,10 @@ class WorkspaceEvidence:
     def enabled(self) -> bool:
         return self._store is not None
 
+    def close(self) -> None:
+        if self._store is not None:
+            self._store.close()
+
     async def _user_data(self, thread_id: str) -> Path:
         owner = await self._owner_of(thread_id)
         return ThreadPaths.for_thread(self._data_dir, thread_id, owner or SINGLE_USER).root
