@@ -194,9 +194,7 @@ async def test_an_upload_is_announced_in_the_next_turn_and_readable(
     assert any("data.csv" in str(m.get("content")) for m in seen_by_model if m["role"] == "user")
 
 
-QUESTION = (
-    "🔀 The report can take either.\n\nWhich format?\n\n  1. csv\n  2. json"
-)  # DeerFlow's ClarificationMiddleware format
+QUESTION = "🔀 The report can take either.\n\nWhich format?\n\n  1. csv\n  2. json"  # DeerFlow's ClarificationMiddleware format
 
 
 def question_request(call_id: str) -> dict[str, Any]:
