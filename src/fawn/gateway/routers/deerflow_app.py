@@ -14,10 +14,12 @@ from collections.abc import Mapping
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Query, Response
+from pydantic import BaseModel, Field
 
 from fawn.agent.serialize import to_jsonable
 from fawn.gateway.auth.access import Caller
 from fawn.gateway.auth.deps import CallerDep
+from fawn.gateway.branches import branch_thread
 from fawn.gateway.deps import ServicesDep
 from fawn.gateway.responses import JSON
 from fawn.gateway.schemas import MAX_OFFSET
@@ -326,3 +328,29 @@ def _model_of(kwargs: Mapping[str, Any]) -> str | None:
         if isinstance(source, Mapping) and isinstance(source.get("model_name"), str):
             return str(source["model_name"])
     return None
+
+
+class BranchRequest(BaseModel):
+    """DeerFlow's ``ThreadBranchRequest``: the turn (its assistant messages) to branch from."""
+
+    message_id: str = Field(min_length=1, max_length=256)
+    message_ids: list[Annotated[str, Field(max_length=256)]] = Field(
+        default_factory=list, max_length=1000
+    )
+    title: str | None = Field(default=None, max_length=256)
+
+
+@router.post("/api/threads/{thread_id}/branches")
+async def branch(
+    thread_id: str, body: BranchRequest, services: ServicesDep, caller: CallerDep
+) -> Response:
+    """A new thread from one assistant turn of this one (see :mod:`fawn.gateway.branches`)."""
+    made = await branch_thread(
+        services,
+        caller,
+        thread_id,
+        message_id=body.message_id,
+        message_ids=body.message_ids,
+        title=body.title,
+    )
+    return JSON(made.as_json())
