@@ -19,8 +19,10 @@ from pydantic import BaseModel, Field
 from fawn.agent.serialize import to_jsonable
 from fawn.gateway.auth.access import Caller
 from fawn.gateway.auth.deps import CallerDep
+from fawn.gateway.auth.policy import check_model
 from fawn.gateway.branches import branch_thread
 from fawn.gateway.deps import ServicesDep
+from fawn.gateway.input_polish import polish
 from fawn.gateway.responses import JSON
 from fawn.gateway.schemas import MAX_OFFSET
 from fawn.gateway.services import Services
@@ -354,3 +356,24 @@ async def branch(
         title=body.title,
     )
     return JSON(made.as_json())
+
+
+# -- the composer --------------------------------------------------------------------------
+
+
+class InputPolishRequest(BaseModel):
+    """DeerFlow's ``InputPolishRequest`` (``thread_id`` only names the draft's thread)."""
+
+    text: str = Field(max_length=100_000)
+    locale: str | None = Field(default=None, max_length=64)
+    thread_id: str | None = Field(default=None, max_length=256)
+
+
+@router.post("/api/input-polish")
+async def input_polish(
+    body: InputPolishRequest, services: ServicesDep, caller: CallerDep
+) -> Response:
+    """The draft rewritten by the default model (see :mod:`fawn.gateway.input_polish`)."""
+    check_model(services.config, caller.principal, None)
+    rewritten, changed = await polish(services.models, body.text, body.locale)
+    return JSON({"rewritten_text": rewritten, "changed": changed})
