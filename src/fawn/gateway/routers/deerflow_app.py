@@ -11,9 +11,10 @@ success.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Query, Response
+from langchain.agents.middleware.summarization import ContextSize
 from pydantic import BaseModel, Field
 
 from fawn.agent.serialize import to_jsonable
@@ -21,6 +22,7 @@ from fawn.gateway.auth.access import Caller
 from fawn.gateway.auth.deps import CallerDep
 from fawn.gateway.auth.policy import check_model
 from fawn.gateway.branches import branch_thread
+from fawn.gateway.compaction import compact_context
 from fawn.gateway.deps import ServicesDep
 from fawn.gateway.input_polish import polish
 from fawn.gateway.responses import JSON
@@ -377,3 +379,41 @@ async def input_polish(
     check_model(services.config, caller.principal, None)
     rewritten, changed = await polish(services.models, body.text, body.locale)
     return JSON({"rewritten_text": rewritten, "changed": changed})
+
+
+class KeepSize(BaseModel):
+    """DeerFlow's ``ContextSize`` for ``keep``: the newest messages, or tokens, to keep."""
+
+    type: Literal["messages", "tokens"]
+    value: int = Field(ge=1, le=10_000_000)
+
+
+class CompactRequest(BaseModel):
+    """DeerFlow's ``ThreadCompactRequest`` (``agent_name`` names a custom agent: fawn has
+    none, so it changes nothing)."""
+
+    force: bool = True
+    keep: KeepSize | None = None
+    agent_name: str | None = Field(default=None, max_length=128)
+    model_name: str | None = Field(default=None, max_length=128)
+
+
+@router.post("/api/threads/{thread_id}/compact")
+async def compact_thread(
+    thread_id: str, body: CompactRequest, services: ServicesDep, caller: CallerDep
+) -> Response:
+    """Summarize the thread's older messages now (see :mod:`fawn.gateway.compaction`)."""
+    await _reach(services, caller, thread_id, "update")
+    model_name = services.config.summarization.model_name or body.model_name
+    check_model(services.config, caller.principal, model_name)
+    keep: ContextSize | None = None
+    if body.keep is not None:
+        keep = (
+            ("messages", body.keep.value)
+            if body.keep.type == "messages"
+            else ("tokens", body.keep.value)
+        )
+    result = await compact_context(
+        services, thread_id, model_name=model_name, keep=keep, force=body.force
+    )
+    return JSON(result)
