@@ -235,6 +235,34 @@ async def thread(thread_id: str, services: ServicesDep, caller: CallerDep) -> Re
     )
 
 
+class ThreadMetadataPatch(BaseModel):
+    """DeerFlow's ``PATCH /api/threads/{id}`` body (the app pins a thread with it)."""
+
+    metadata: dict[str, Any]
+
+
+@router.patch("/api/threads/{thread_id}")
+async def patch_thread(
+    thread_id: str, body: ThreadMetadataPatch, services: ServicesDep, caller: CallerDep
+) -> Response:
+    """Merge ``metadata`` into the thread's; DeerFlow's answer (no values, no interrupts)."""
+    value: dict[str, Any] = {
+        "thread_id": thread_id,
+        "metadata": caller.client_metadata(body.metadata, "metadata"),
+    }
+    scope = await caller.scope("threads", "update", value)
+    record = await services.threads.update_metadata(thread_id, value["metadata"], scope=scope)
+    return JSON(
+        {
+            "thread_id": record.thread_id,
+            "status": record.status,
+            "created_at": record.created_at,
+            "updated_at": record.updated_at,
+            "metadata": record.metadata,
+        }
+    )
+
+
 @router.delete("/api/threads/{thread_id}")
 async def delete_thread(thread_id: str, services: ServicesDep, caller: CallerDep) -> Response:
     scope = await caller.scope("threads", "delete", {"thread_id": thread_id})
