@@ -543,3 +543,42 @@ async def test_clarification_streams_as_deerflow_app_reads_it(
         ("ask_clarification", call_id, QUESTION)
     ]
     assert events[-1] == ("end", {"run_id": events[0][1]["run_id"], "status": "interrupted"})
+
+
+async def test_deerflow_apps_card_reply_answers_the_question(
+    lg: LangGraphClient, stub: StubServerThread, key: str
+) -> None:
+    """The app's question card answers with a new, hidden message naming the request."""
+    script_question(stub, key)
+    tid = (await lg.threads.create())["thread_id"]
+    paused = await run(lg, tid, key)
+    call_id = paused["messages"][1]["tool_calls"][0]["id"]
+    response = {
+        "version": 1,
+        "kind": "human_input_response",
+        "source": "ask_clarification",
+        "request_id": f"clarification:{call_id}",
+        "response_kind": "option",
+        "option_id": "option-2",
+        "value": "json",
+    }
+    reply = {
+        "role": "user",
+        "content": 'For your clarification "Which format?", my answer is: json',
+        "additional_kwargs": {"hide_from_ui": True, "human_input_response": response},
+    }
+    done = await lg.runs.wait(tid, "lead_agent", input={"messages": [reply]})
+    assert isinstance(done, dict)
+    assert shape(done["messages"])[2:] == [
+        ("tool", "ask_clarification", QUESTION),
+        ("human", None, reply["content"]),
+        ("ai", None, "using the answer"),
+    ]
+    assert done["messages"][3]["additional_kwargs"] == reply["additional_kwargs"]
+    second = model_turns(stub, key)[1]
+    assert [(m["role"], m["content"]) for m in second[-2:]] == [
+        ("tool", QUESTION),
+        ("user", reply["content"]),
+    ]
+    thread = await lg.threads.get(tid)
+    assert (thread["status"], thread["interrupts"]) == ("idle", {})
