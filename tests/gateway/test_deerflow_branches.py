@@ -145,3 +145,41 @@ async def test_a_turn_the_thread_does_not_hold_cannot_be_branched(
     assert missing.status_code == 404
     assert empty.status_code == 422
     assert [t for t in listed if t["metadata"].get("branch_parent_thread_id") == tid] == []
+
+
+async def test_a_branch_of_a_thread_waiting_for_an_answer_waits_too(
+    server: LiveServer, stub: Any, key: str
+) -> None:
+    ask = {
+        "name": "ask_clarification",
+        "args": {"question": "Which?", "clarification_type": "missing_info"},
+    }
+    script(stub, key, {"tool_calls": [ask]}, {"content": "answered"})
+    async with httpx.AsyncClient(base_url=server.url, timeout=60) as http:
+        tid = (await http.post("/threads", json={})).json()["thread_id"]
+        await http.post(
+            f"/threads/{tid}/runs/wait", json={"assistant_id": "lead_agent", "input": user(key)}
+        )
+        asked = (await http.get(f"/threads/{tid}/state")).json()["values"]["messages"][1]["id"]
+        titled = await http.post(
+            f"/api/threads/{tid}/branches", json={"message_id": asked, "title": "x"}
+        )
+        made = await http.post(f"/api/threads/{tid}/branches", json={"message_id": asked})
+        assert made.status_code == 200, made.text
+        bid = made.json()["thread_id"]
+        waiting = (await http.get(f"/threads/{bid}")).json()
+        resumed = await http.post(
+            f"/threads/{bid}/runs/wait",
+            json={"assistant_id": "lead_agent", "command": {"resume": "this one"}},
+        )
+        source = (await http.get(f"/threads/{tid}")).json()
+    assert titled.status_code == 409
+    assert titled.json() == problem(
+        "The thread waits for an answer: branch it without a title, or answer first.", "conflict"
+    )
+    assert waiting["status"] == "interrupted"
+    assert [(m["type"], m["content"]) for m in resumed.json()["messages"][-2:]] == [
+        ("human", "this one"),
+        ("ai", "answered"),
+    ]
+    assert source["status"] == "interrupted"  # the source still waits for its own answer

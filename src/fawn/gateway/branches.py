@@ -131,6 +131,11 @@ async def branch_thread(
     await caller.scope("threads", "create", value)
     metadata = caller.stamped(value["metadata"])
     latest = holds_turn(_messages(history[0]), turn) if history else False
+    if latest and title and source.status == "interrupted":
+        # the title is written as the agent's last step, which would drop the pause
+        raise Conflict(
+            "The thread waits for an answer: branch it without a title, or answer first."
+        )
     if latest:
         branch = await services.threads.copy(thread_id, scope=scope, metadata=metadata)
         if title:
