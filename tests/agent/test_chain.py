@@ -33,6 +33,7 @@ LEAD_CHAIN = [
     "sandbox",
     "thread_data",
     "uploads",
+    "clarification_pause",
     "dangling_tool_call_repair",
     "model_error_handling",
     "tool_error_handling",

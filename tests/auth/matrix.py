@@ -82,6 +82,28 @@ THREAD_ROUTES: tuple[Route, ...] = (
         path="/api/threads/{tid}/artifacts/mnt/user-data/uploads/notes.txt",
     ),
     Route(
+        name="patch thread (DeerFlow)",
+        method="PATCH",
+        path="/api/threads/{tid}",
+        json=lambda s: {"metadata": {"deerflow_pinned": True}},
+    ),
+    # the seeded thread has no assistant turn: the owner's branch is refused as DeerFlow does
+    Route(
+        name="branch (DeerFlow)",
+        method="POST",
+        path="/api/threads/{tid}/branches",
+        json=lambda s: {"message_id": "no-such-turn"},
+        expect=_ok(409),
+    ),
+    # summarization is off on this server: the owner's compaction is DeerFlow's 409
+    Route(
+        name="compact (DeerFlow)",
+        method="POST",
+        path="/api/threads/{tid}/compact",
+        json=lambda s: {},
+        expect=_ok(409),
+    ),
+    Route(
         name="create with the same id",
         method="POST",
         path="/threads",

@@ -152,12 +152,13 @@ def test_chat_streams_shows_tools_answers_questions_and_runs_every_command(
     term.line("/threads")
     screen = term.wait_for(f"{key} Chat Title")
     thread_id = screen.split(f"{key} Chat Title  [idle]  ")[1].split()[0]
-    tool = [
-        m
-        for m in httpx.get(f"{sqlite_server.url}/threads/{thread_id}").json()["values"]["messages"]
-        if m["type"] == "tool"
+    messages = httpx.get(f"{sqlite_server.url}/threads/{thread_id}").json()["values"]["messages"]
+    tool = [m for m in messages if m["type"] == "tool"]
+    # the question as the call's result, then the answer as the user's message
+    assert [(m["type"], m.get("name"), m["content"]) for m in messages[-3:-1]] == [
+        ("tool", "ask_clarification", "🔀 Which format?\n\n  1. csv\n  2. json"),
+        ("human", None, "json"),
     ]
-    assert [(m["name"], m["content"]) for m in tool][-1] == ("ask_clarification", "json")
     assert any(m["content"] == "from the terminal" for m in tool)
 
     term.line("/new")

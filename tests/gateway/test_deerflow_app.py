@@ -224,3 +224,29 @@ async def test_feedback_is_refused_for_a_known_run(server: LiveServer) -> None:
         )
     assert unknown.status_code == 404
     assert unknown.json()["code"] == "not_found"
+
+
+async def test_a_thread_is_pinned_by_patching_its_metadata(server: LiveServer) -> None:
+    async with httpx.AsyncClient(base_url=server.url, timeout=60) as http:
+        tid = (await http.post("/threads", json={"metadata": {"topic": "x"}})).json()["thread_id"]
+        pinned = await http.patch(
+            f"/api/threads/{tid}", json={"metadata": {"deerflow_pinned": True}}
+        )
+        found = (
+            await http.post("/threads/search", json={"metadata": {"deerflow_pinned": True}})
+        ).json()
+        missing = await http.patch(
+            "/api/threads/00000000-0000-0000-0000-000000000000", json={"metadata": {}}
+        )
+        malformed = await http.patch(f"/api/threads/{tid}", json={"metadata": [1]})
+    assert pinned.status_code == 200, pinned.text
+    assert pinned.json() == {
+        "thread_id": tid,
+        "status": "idle",
+        "created_at": ANY_ISO,
+        "updated_at": ANY_ISO,
+        "metadata": {"topic": "x", "deerflow_pinned": True},
+    }
+    assert tid in [t["thread_id"] for t in found]
+    assert missing.status_code == 404
+    assert malformed.status_code == 422

@@ -194,47 +194,147 @@ async def test_an_upload_is_announced_in_the_next_turn_and_readable(
     assert any("data.csv" in str(m.get("content")) for m in seen_by_model if m["role"] == "user")
 
 
-@pytest.mark.parametrize("answer_by", ["command", "message"])
-async def test_clarification_interrupts_and_both_answers_resume(
-    lg: LangGraphClient, stub: StubServerThread, key: str, answer_by: str
-) -> None:
+QUESTION = "🔀 The report can take either.\n\nWhich format?\n\n  1. csv\n  2. json"  # DeerFlow's ClarificationMiddleware format
+
+
+def question_request(call_id: str) -> dict[str, Any]:
+    """DeerFlow's structured request (``artifact.human_input``) for the scripted question."""
+    return {
+        "version": 1,
+        "kind": "human_input_request",
+        "source": "ask_clarification",
+        "request_id": f"clarification:{call_id}",
+        "tool_call_id": call_id,
+        "clarification_type": "approach_choice",
+        "question": "Which format?",
+        "context": "The report can take either.",
+        "input_mode": "choice_with_other",
+        "options": [
+            {"id": "option-1", "label": "csv", "value": "csv"},
+            {"id": "option-2", "label": "json", "value": "json"},
+        ],
+    }
+
+
+def script_question(stub: StubServerThread, key: str) -> None:
     ask = call(
         "ask_clarification",
         question="Which format?",
         clarification_type="approach_choice",
-        options=["csv", "json"],
+        context="The report can take either.",
+        options=["csv", "json", " json ", ""],
     )
     sibling = call("bash", description="too early", command="touch too-early")
     stub.add_script(key, [{"tool_calls": [ask, sibling]}, {"content": "using the answer"}])
+
+
+def shape(messages: list[dict[str, Any]]) -> list[tuple[str, str | None, Any]]:
+    """(type, tool name or tool call names, content) of each message."""
+    out: list[tuple[str, str | None, Any]] = []
+    for m in messages:
+        if m["type"] == "ai":
+            out.append(("ai", ",".join(c["name"] for c in m["tool_calls"]) or None, m["content"]))
+        else:
+            out.append((m["type"], m.get("name"), m["content"]))
+    return out
+
+
+def model_turns(stub: StubServerThread, key: str) -> list[list[dict[str, Any]]]:
+    """The messages of each agent model call (title calls carry no tools)."""
+    return [r["messages"] for r in stub.requests_for(key) if r.get("tools")]
+
+
+async def test_clarification_pauses_with_the_question_as_deerflow_renders_it(
+    lg: LangGraphClient, stub: StubServerThread, key: str
+) -> None:
+    script_question(stub, key)
     tid = (await lg.threads.create())["thread_id"]
 
     paused = await run(lg, tid, key)
 
-    assert paused["__interrupt__"] == [
-        {
-            "value": {
+    state = await lg.threads.get_state(tid)
+    values = state["values"]
+    assert isinstance(values, dict)
+    ask, question = values["messages"][1], values["messages"][2]
+    call_id = ask["tool_calls"][0]["id"]
+    # the sibling bash call was dropped before it ran: the question is the only result
+    assert shape(values["messages"]) == [
+        ("human", None, key),
+        ("ai", "ask_clarification", ""),
+        ("tool", "ask_clarification", QUESTION),
+    ]
+    assert {k: question[k] for k in ("tool_call_id", "status", "artifact")} == {
+        "tool_call_id": call_id,
+        "status": "success",
+        "artifact": {
+            "human_input": question_request(call_id),
+            "clarification": {
                 "type": "clarification",
                 "question": "Which format?",
                 "clarification_type": "approach_choice",
-                "context": None,
-                "options": ["csv", "json"],
+                "context": "The report can take either.",
+                "options": ["csv", "json", " json ", ""],
             },
-            "id": paused["__interrupt__"][0]["id"],
-        }
-    ]
+        },
+    }
+    interrupt = {
+        "value": question["artifact"]["clarification"],
+        "id": paused["__interrupt__"][0]["id"],
+    }
+    assert paused["__interrupt__"] == [interrupt]
+    assert state["interrupts"] == [interrupt]
+    assert state["next"] == ["clarification_pause.before_model"]
     assert (await lg.threads.get(tid))["status"] == "interrupted"
     assert (await lg.runs.list(tid))[0]["status"] == "interrupted"
-    assert tool_results(paused) == []  # the sibling bash call never ran
+    assert len(model_turns(stub, key)) == 1
+
+
+@pytest.mark.parametrize("answer_by", ["command", "message"])
+async def test_clarification_is_answered_by_resume_or_by_the_next_message(
+    lg: LangGraphClient, stub: StubServerThread, key: str, answer_by: str
+) -> None:
+    script_question(stub, key)
+    tid = (await lg.threads.create())["thread_id"]
+    paused = await run(lg, tid, key)
+    call_id = paused["messages"][1]["tool_calls"][0]["id"]
 
     if answer_by == "command":
-        done = await lg.runs.wait(tid, "lead_agent", command={"resume": "json"})
-        assert tool_results(done) == [("ask_clarification", "success", "json")]
+        done = await lg.runs.wait(tid, "lead_agent", command={"resume": {"answer": "json"}})
     else:
-        done = await run(lg, tid, "json please")
-        assert [(n, s) for n, s, _ in tool_results(done)] == [("ask_clarification", "error")]
+        done = await run(lg, tid, "json")
     assert isinstance(done, dict)
-    assert done["messages"][-1]["content"] == "using the answer"
+
+    assert shape(done["messages"]) == [
+        ("human", None, key),
+        ("ai", "ask_clarification", ""),
+        ("tool", "ask_clarification", QUESTION),
+        ("human", None, "json"),
+        ("ai", None, "using the answer"),
+    ]
+    answer = done["messages"][3]["additional_kwargs"]
+    if answer_by == "command":  # DeerFlow's app shows the question answered, not the reply
+        assert answer == {
+            "hide_from_ui": True,
+            "human_input_response": {
+                "version": 1,
+                "kind": "human_input_response",
+                "source": "ask_clarification",
+                "request_id": f"clarification:{call_id}",
+                "response_kind": "text",
+                "value": "json",
+            },
+        }
+    else:
+        assert answer == {}
+    # the model read the question as the call's result, then the answer
+    second = model_turns(stub, key)[1]
+    assert [(m["role"], m.get("tool_call_id"), m["content"]) for m in second[-3:]] == [
+        ("assistant", None, None),
+        ("tool", call_id, QUESTION),
+        ("user", None, "json"),
+    ]
     assert (await lg.threads.get(tid))["status"] == "idle"
+    assert (await lg.threads.get_state(tid))["interrupts"] == []
 
 
 async def test_plan_mode_write_todos_and_the_title(
@@ -407,3 +507,78 @@ async def test_a_raising_tool_is_an_error_result_and_the_run_completes(
     assert text.startswith("Error: ") and "none.txt" in text
     assert values["messages"][-1]["content"] == "recovered"
     assert (await lg.runs.list(tid))[0]["status"] == "success"
+
+
+async def test_clarification_streams_as_deerflow_app_reads_it(
+    lg: LangGraphClient, stub: StubServerThread, key: str
+) -> None:
+    script_question(stub, key)
+    tid = (await lg.threads.create())["thread_id"]
+    events = [
+        (part.event, part.data)
+        async for part in lg.runs.stream(
+            tid, "lead_agent", input=user(key), stream_mode=["values", "messages-tuple"]
+        )
+    ]
+    values = [data for event, data in events if event == "values"]
+    tool_chunks = [
+        data[0] for event, data in events if event == "messages" and data[0]["type"] == "tool"
+    ]
+    *_, before_pause, last = values
+    question = before_pause["messages"][-1]
+    call_id = before_pause["messages"][-2]["tool_calls"][0]["id"]
+    assert (question["type"], question["name"], question["tool_call_id"]) == (
+        "tool",
+        "ask_clarification",
+        call_id,
+    )
+    assert (question["content"], question["artifact"]["human_input"]) == (
+        QUESTION,
+        question_request(call_id),
+    )
+    # the pause: the same messages, then the interrupt (the app's useStream reads both)
+    assert last["messages"] == before_pause["messages"]
+    assert [i["value"] for i in last["__interrupt__"]] == [question["artifact"]["clarification"]]
+    assert [(c["name"], c["tool_call_id"], c["content"]) for c in tool_chunks] == [
+        ("ask_clarification", call_id, QUESTION)
+    ]
+    assert events[-1] == ("end", {"run_id": events[0][1]["run_id"], "status": "interrupted"})
+
+
+async def test_deerflow_apps_card_reply_answers_the_question(
+    lg: LangGraphClient, stub: StubServerThread, key: str
+) -> None:
+    """The app's question card answers with a new, hidden message naming the request."""
+    script_question(stub, key)
+    tid = (await lg.threads.create())["thread_id"]
+    paused = await run(lg, tid, key)
+    call_id = paused["messages"][1]["tool_calls"][0]["id"]
+    response = {
+        "version": 1,
+        "kind": "human_input_response",
+        "source": "ask_clarification",
+        "request_id": f"clarification:{call_id}",
+        "response_kind": "option",
+        "option_id": "option-2",
+        "value": "json",
+    }
+    reply = {
+        "role": "user",
+        "content": 'For your clarification "Which format?", my answer is: json',
+        "additional_kwargs": {"hide_from_ui": True, "human_input_response": response},
+    }
+    done = await lg.runs.wait(tid, "lead_agent", input={"messages": [reply]})
+    assert isinstance(done, dict)
+    assert shape(done["messages"])[2:] == [
+        ("tool", "ask_clarification", QUESTION),
+        ("human", None, reply["content"]),
+        ("ai", None, "using the answer"),
+    ]
+    assert done["messages"][3]["additional_kwargs"] == reply["additional_kwargs"]
+    second = model_turns(stub, key)[1]
+    assert [(m["role"], m["content"]) for m in second[-2:]] == [
+        ("tool", QUESTION),
+        ("user", reply["content"]),
+    ]
+    thread = await lg.threads.get(tid)
+    assert (thread["status"], thread["interrupts"]) == ("idle", {})

@@ -158,6 +158,20 @@ async def test_an_interrupt_is_requested_and_answered_by_id(
     assert [(e["method"], e["params"]["data"]) for e in events] == [
         ("lifecycle", {"event": "running", "graph_name": "lead_agent"}),
         (
+            "tools",
+            {
+                "event": "tool-started",
+                "tool_call_id": "call_ask",
+                "tool_name": "ask_clarification",
+                "input": {"question": "Which colour?", "clarification_type": "missing_info"},
+            },
+        ),
+        # the question, as the call's result; then the pause before the next model call
+        (
+            "tools",
+            {"event": "tool-finished", "tool_call_id": "call_ask", "output": "❓ Which colour?"},
+        ),
+        (
             "input.requested",
             {
                 "interrupt_id": interrupt_id,
@@ -172,17 +186,6 @@ async def test_an_interrupt_is_requested_and_answered_by_id(
         ),
         ("lifecycle", {"event": "interrupted", "graph_name": "lead_agent"}),
         ("lifecycle", {"event": "running", "graph_name": "lead_agent"}),
-        (
-            "tools",
-            {
-                "event": "tool-started",
-                "tool_call_id": "call_ask",
-                "tool_name": "ask_clarification",
-                # the call's arguments, from the model's message in the first run
-                "input": {"question": "Which colour?", "clarification_type": "missing_info"},
-            },
-        ),
-        ("tools", {"event": "tool-finished", "tool_call_id": "call_ask", "output": "Blue"}),
         ("lifecycle", {"event": "completed", "graph_name": "lead_agent"}),
     ]
     assert wrong == {
@@ -192,7 +195,10 @@ async def test_an_interrupt_is_requested_and_answered_by_id(
         "message": "no pending interrupt 'nope'",
     }
     assert answered == {"type": "success", "id": 7, "result": {}}
-    assert final["values"]["messages"][-1]["content"] == "Blue it is"
+    assert [(m["type"], m["content"]) for m in final["values"]["messages"][-2:]] == [
+        ("human", "Blue"),
+        ("ai", "Blue it is"),
+    ]
 
 
 async def test_commands_fawn_does_not_have_and_bad_requests(server: LiveServer) -> None:

@@ -155,6 +155,7 @@ class Lead:
     @staticmethod
     def before_model() -> list[Step]:
         return [
+            ("clarification_pause.before_model", None),
             ("dangling_tool_call_repair.before_model", None),
             ("summarization.before_model", None),
         ]

@@ -1,4 +1,4 @@
-"""Interrupts and commands: ``interrupt()`` (through ask_clarification) and breakpoints pause
+"""Interrupts and commands: ``interrupt()`` (ask_clarification's pause) and breakpoints pause
 the run and mark the thread ``interrupted``; ``command`` resumes, updates and redirects it."""
 
 from __future__ import annotations
@@ -79,11 +79,16 @@ async def test_interrupt_from_a_tool_pauses_and_resume_answers_it(
     lead = Lead.of(server, tid)
     paused = await client.runs.wait(tid, "lead_agent", input=user(key))
     interrupt = {"value": QUESTION, "id": INTERRUPT_ID}
-    asked = paused["messages"][-1]
+    asked, question = paused["messages"][-2:]
     assert paused == {
-        **lead.state(human(key), asked),
+        **lead.state(human(key), asked, question),
         "__interrupt__": [interrupt],
     }
+    assert (question["type"], question["content"], question["tool_call_id"]) == (
+        "tool",
+        "❓ Which colour?",
+        "call_ask",
+    )
     assert (asked["type"], asked["content"], asked["tool_calls"]) == (
         "ai",
         "",
@@ -102,11 +107,9 @@ async def test_interrupt_from_a_tool_pauses_and_resume_answers_it(
     snapshot = await client.threads.get_state(tid)
     assert thread["status"] == "interrupted"
     assert thread["interrupts"] == {snapshot["tasks"][0]["id"]: [interrupt]}
-    assert snapshot["next"] == ["tools"]
-    # the tool call runs as a pushed task (create_agent sends each call to "tools")
-    assert snapshot["tasks"] == [
-        {**_task("tools", [interrupt]), "path": ["__pregel_push", 0, False]}
-    ]
+    # the question is written; the pause waits before the next model call
+    assert snapshot["next"] == ["clarification_pause.before_model"]
+    assert snapshot["tasks"] == [_task("clarification_pause.before_model", [interrupt])]
     assert snapshot["interrupts"] == [interrupt]
 
     events = await collect(
@@ -116,13 +119,11 @@ async def test_interrupt_from_a_tool_pauses_and_resume_answers_it(
     assert pairs(events)[0] == metadata_event(run_id, tid)
     assert pairs(events)[-1] == end_event(run_id)
     final = events[-2].data
-    tool_reply = final["messages"][2]
-    assert (tool_reply["type"], tool_reply["content"], tool_reply["tool_call_id"]) == (
-        "tool",
-        "blue",
-        "call_ask",
+    answer = final["messages"][3]
+    assert (answer["type"], answer["content"]) == ("human", "blue")
+    assert final == lead.state(
+        human(key), asked, question, answer, ai_invoked("Blue it is"), title=TITLE
     )
-    assert final == lead.state(human(key), asked, tool_reply, ai_invoked("Blue it is"), title=TITLE)
     assert await _statuses(client, tid, run_id) == ("success", "idle")
     assert (await client.threads.get(tid))["interrupts"] == {}
 

@@ -254,7 +254,11 @@ def test_clarification_is_answered_in_place_and_the_run_resumes(
     tool = page.locator("details.tool[data-tool=ask_clarification]")
     expect(tool.locator(".tool-status")).to_have_text(" done")
     tool.locator("summary").click()
-    expect(tool.locator("pre").last).to_have_text("json")
+    # the question is the call's result; the answer follows as the user's message
+    expect(tool.locator("pre").last).to_have_text(
+        "🔀 Both work.\n\nWhich format?\n\n  1. csv\n  2. json"
+    )
+    expect(page.locator(".msg.human").last).to_have_text("json")
 
 
 def test_model_picker_plan_and_thinking_toggles_reach_the_run(

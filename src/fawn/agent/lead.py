@@ -22,7 +22,10 @@ from fawn.agent.context import RunContext
 from fawn.agent.errors import AgentError
 from fawn.agent.graph import LeadAgent, build_lead_agent
 from fawn.agent.middleware.chain import ChainMiddleware, build_chain
-from fawn.agent.middleware.clarification import ClarificationMiddleware
+from fawn.agent.middleware.clarification import (
+    ClarificationMiddleware,
+    ClarificationPauseMiddleware,
+)
 from fawn.agent.middleware.dangling_tool_calls import DanglingToolCallMiddleware
 from fawn.agent.middleware.dynamic_context import DynamicContextMiddleware
 from fawn.agent.middleware.finish_reasons import FinishReasonMiddleware
@@ -122,6 +125,7 @@ def lead_middleware(
             SandboxMiddleware(sandbox),
             ThreadDataMiddleware(sandbox),
             UploadsMiddleware(sandbox),
+            ClarificationPauseMiddleware(tool_name=ASK_CLARIFICATION),
             DanglingToolCallMiddleware(),
             SummarizationMiddleware(config.summarization, models),
             TitleMiddleware(config.title, models),

@@ -81,6 +81,7 @@ STATUS_BY_CODE: dict[str, int] = {
     "user_not_found": 404,
     "too_many_attempts": 429,
     "sso_failed": 502,
+    "model_call_failed": 502,
     "auth_handler_error": 500,
     "auth_handler_rejected": 403,
     "model_not_allowed": 403,

@@ -51,3 +51,11 @@ class NotSupported(ServiceError):
     refused as not found, saying which and why, never answered with a fake success."""
 
     code = "not_supported"
+
+
+class ModelCallFailed(ServiceError):
+    """A model call the server made outside any run (polishing a draft) failed or answered
+    nothing usable (502). Retryable."""
+
+    code = "model_call_failed"
+    retryable = True

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langchain_core.tools import BaseTool, tool
+from langgraph.types import interrupt
 
 from fawn.agent.middleware.dangling_tool_calls import NOT_EXECUTED, repair
 from tests.agent.middleware.harness import make_harness
@@ -52,7 +53,9 @@ def test_repair_answers_each_missing_call_right_after_its_results() -> None:
     assert repair(repaired) is None
 
 
-async def test_a_clarification_answered_by_a_new_message_is_repaired(tmp_path: Path) -> None:
+async def test_a_clarification_answered_by_a_new_message_leaves_no_call_unanswered(
+    tmp_path: Path,
+) -> None:
     h = make_harness(tmp_path, [{"tool_calls": [ASK]}, "Blue it is."])
 
     await h.run("paint the fence")
@@ -62,7 +65,7 @@ async def test_a_clarification_answered_by_a_new_message_is_repaired(tmp_path: P
     expected = [
         ("human", "paint the fence"),
         ("ai", ["call_0_0"]),
-        ("tool", ("call_0_0", "error", NOT_EXECUTED)),
+        ("tool", ("call_0_0", "success", "❓ Which colour?")),
         ("human", "blue"),
     ]
     assert _shape(h.recorder.calls[-1][1:]) == expected  # what the model saw
@@ -141,18 +144,25 @@ async def test_a_raising_tool_becomes_an_error_result_and_the_run_completes(
     ]
 
 
+@tool
+async def confirm(action: str) -> str:
+    """Ask the user to confirm ``action`` (pauses the run)."""
+    return str(interrupt({"confirm": action}))
+
+
 async def test_an_interrupting_tool_is_not_turned_into_an_error(tmp_path: Path) -> None:
-    h = make_harness(tmp_path, [{"tool_calls": [ASK]}])
+    h = make_harness(
+        tmp_path,
+        [{"tool_calls": [{"name": "confirm", "args": {"action": "paint"}}]}, "Done."],
+        extra_tools=[confirm],
+    )
 
     values = await h.run("paint the fence")
 
     assert [m.type for m in values["messages"]] == ["human", "ai"]
-    assert await h.interrupts() == [
-        {
-            "type": "clarification",
-            "question": "Which colour?",
-            "clarification_type": "missing_info",
-            "context": None,
-            "options": None,
-        }
+    assert await h.interrupts() == [{"confirm": "paint"}]
+    values = await h.run(None, resume="yes")
+    assert _shape(values["messages"])[2:] == [
+        ("tool", ("call_0_0", "success", "yes")),
+        ("ai", "Done."),
     ]

@@ -8,9 +8,9 @@ import secrets
 import uuid
 from typing import Any
 
+import pytest
 from langchain_core.messages import HumanMessage, ToolMessage
 from langchain_core.runnables import RunnableConfig
-from langgraph.types import Command
 
 from fawn.agent.context import RunContext
 from fawn.sandbox import LocalSandboxProvider
@@ -185,58 +185,70 @@ def _stored_bytes(saver: Any) -> list[bytes]:
     return found
 
 
-async def test_ask_clarification_interrupts_and_resumes(
-    provider: LocalSandboxProvider, bench: ToolBench
+@pytest.mark.parametrize(
+    ("args", "content", "structured"),
+    [
+        (
+            {
+                "question": "Which colour?",
+                "clarification_type": "approach_choice",
+                "context": "The chart needs one.",
+                "options": ["red", " blue", "", "blue"],
+            },
+            "🔀 The chart needs one.\n\nWhich colour?\n\n  1. red\n  2. blue",
+            {
+                "context": "The chart needs one.",
+                "input_mode": "choice_with_other",
+                "options": [
+                    {"id": "option-1", "label": "red", "value": "red"},
+                    {"id": "option-2", "label": "blue", "value": "blue"},
+                ],
+            },
+        ),
+        (
+            {"question": "Name?", "clarification_type": "missing_info"},
+            "❓ Name?",
+            {"context": None, "input_mode": "free_text"},
+        ),
+    ],
+)
+async def test_ask_clarification_writes_the_question_as_deerflow_does(
+    provider: LocalSandboxProvider,
+    bench: ToolBench,
+    args: dict[str, Any],
+    content: str,
+    structured: dict[str, Any],
 ) -> None:
-    question = call(
-        "ask_clarification",
-        "call_ask",
-        question="Which colour?",
-        clarification_type="approach_choice",
-        context="The chart needs one.",
-        options=["red", "blue"],
-    )
-    conversation = Conversation(provider, [{"tool_calls": [question]}, "Blue it is."], "thread-a")
-    interrupted = await conversation.run()
-    payload = {
-        "type": "clarification",
-        "question": "Which colour?",
-        "clarification_type": "approach_choice",
-        "context": "The chart needs one.",
-        "options": ["red", "blue"],
-    }
-    assert [i.value for i in interrupted["__interrupt__"]] == [payload]
-    state = await conversation.graph.aget_state(conversation.config)
-    assert [i.value for task in state.tasks for i in task.interrupts] == [payload]
-    assert state.next == ("tools",)
-    assert await conversation.results(bench) == []
-
-    final = await conversation.run(Command(resume="blue"))
-    assert final["messages"][-1].content == "Blue it is."
-    [answer] = await conversation.results(bench)
-    assert (answer.name, answer.status, answer.content, answer.tool_call_id) == (
+    """The tool only writes the question (the lead agent's middleware pauses on it)."""
+    question = call("ask_clarification", "call_ask", **args)
+    conversation = Conversation(provider, [{"tool_calls": [question]}, "Asked."], "thread-a")
+    final = await conversation.run()
+    assert final["messages"][-1].content == "Asked."
+    [asked] = await conversation.results(bench)
+    assert (asked.name, asked.status, asked.content, asked.tool_call_id) == (
         "ask_clarification",
         "success",
-        "blue",
+        content,
         "call_ask",
     )
-
-
-async def test_ask_clarification_accepts_an_answer_object(
-    provider: LocalSandboxProvider, bench: ToolBench
-) -> None:
-    question = call("ask_clarification", question="Name?", clarification_type="missing_info")
-    conversation = Conversation(provider, [{"tool_calls": [question]}, "Thanks."], "thread-a")
-    interrupted = await conversation.run()
-    assert interrupted["__interrupt__"][0].value == {
-        "type": "clarification",
-        "question": "Name?",
-        "clarification_type": "missing_info",
-        "context": None,
-        "options": None,
+    assert asked.artifact == {
+        "human_input": {
+            "version": 1,
+            "kind": "human_input_request",
+            "source": "ask_clarification",
+            "request_id": "clarification:call_ask",
+            "tool_call_id": "call_ask",
+            "clarification_type": args["clarification_type"],
+            "question": args["question"],
+            **structured,
+        },
+        "clarification": {
+            "type": "clarification",
+            "context": None,
+            "options": None,
+            **args,
+        },
     }
-    await conversation.run(Command(resume={"answer": "Ada"}))
-    assert contents(await conversation.results(bench)) == [("ask_clarification", "success", "Ada")]
 
 
 async def test_write_todos_puts_todos_in_state(

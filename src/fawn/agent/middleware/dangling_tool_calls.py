@@ -1,8 +1,8 @@
 """Dangling tool call repair: every AI tool call has a result before the next model call.
 
 A tool call can lose its result: the run was cancelled or interrupted before the tool ran,
-or the user answered a clarification (or changed course) by sending a new message instead
-of resuming. Providers reject a history with an unanswered call, so before each model call
+or a tool paused the run and the user changed course by sending a new message instead of
+resuming. (A clarification never dangles: its question is the call's result.) Providers reject a history with an unanswered call, so before each model call
 the missing results are written, right after the calls' other results, as error
 ``ToolMessage``s saying the call was not executed. The repair is stored, so the thread's
 history stays consistent for every later call and for clients reading it.

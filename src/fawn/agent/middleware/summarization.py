@@ -10,9 +10,13 @@ with summarization off) never constructs one.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from langchain.agents.middleware import SummarizationMiddleware as LangChainSummarization
+from langchain.agents.middleware.summarization import ContextSize
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AnyMessage, RemoveMessage
 from langgraph.runtime import Runtime
 
 from fawn.agent.context import RunContext
@@ -60,3 +64,40 @@ class SummarizationMiddleware(ChainMiddleware):
     ) -> dict[str, Any] | None:
         summarizer = self._summarizer(runtime)
         return None if summarizer is None else await summarizer.abefore_model(state, runtime)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Compaction:
+    """A history summarized now, on request: the update that replaces it, and its counts."""
+
+    update: list[AnyMessage]
+    removed: int
+    preserved: int
+    tokens_before: int
+
+
+async def compact(
+    messages: list[AnyMessage],
+    model: BaseChatModel,
+    *,
+    keep: ContextSize,
+    trigger_tokens: int | None = None,
+) -> Compaction | None:
+    """Summarize ``messages`` now, keeping the newest ones ``keep`` names (the middleware's
+    work, on request): whatever their size, or only past ``trigger_tokens`` when given.
+    None when there is nothing to summarize. The model's failure propagates."""
+    trigger: ContextSize = ("messages", 1) if trigger_tokens is None else ("tokens", trigger_tokens)
+    summarizer = LangChainSummarization[Any, None](model, trigger=trigger, keep=keep)
+    tokens = summarizer.token_counter(messages)
+    update = await summarizer.abefore_model({"messages": list(messages)}, Runtime())
+    if update is None:
+        return None
+    new = [m for m in update["messages"] if not isinstance(m, RemoveMessage)]
+    kept_ids = {m.id for m in messages}
+    preserved = sum(1 for m in new if m.id in kept_ids)
+    return Compaction(
+        update=update["messages"],
+        removed=len(messages) - preserved,
+        preserved=preserved,
+        tokens_before=tokens,
+    )

@@ -2,7 +2,7 @@
 
 Tools raise on errors; any exception becomes ``ToolMessage(content="Error: ...",
 status="error")`` for that call, so the model can correct itself and the run continues.
-Cancellation, LangGraph interrupts (``ask_clarification``) and invalid resume values are
+Cancellation, LangGraph interrupts (a tool calling ``interrupt()``) and invalid resume values are
 control flow, not tool errors: they are re-raised.
 """
 

@@ -11,14 +11,20 @@ success.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Query, Response
+from langchain.agents.middleware.summarization import ContextSize
+from pydantic import BaseModel, Field
 
 from fawn.agent.serialize import to_jsonable
 from fawn.gateway.auth.access import Caller
 from fawn.gateway.auth.deps import CallerDep
+from fawn.gateway.auth.policy import check_model
+from fawn.gateway.branches import branch_thread
+from fawn.gateway.compaction import compact_context
 from fawn.gateway.deps import ServicesDep
+from fawn.gateway.input_polish import polish
 from fawn.gateway.responses import JSON
 from fawn.gateway.schemas import MAX_OFFSET
 from fawn.gateway.services import Services
@@ -229,6 +235,34 @@ async def thread(thread_id: str, services: ServicesDep, caller: CallerDep) -> Re
     )
 
 
+class ThreadMetadataPatch(BaseModel):
+    """DeerFlow's ``PATCH /api/threads/{id}`` body (the app pins a thread with it)."""
+
+    metadata: dict[str, Any]
+
+
+@router.patch("/api/threads/{thread_id}")
+async def patch_thread(
+    thread_id: str, body: ThreadMetadataPatch, services: ServicesDep, caller: CallerDep
+) -> Response:
+    """Merge ``metadata`` into the thread's; DeerFlow's answer (no values, no interrupts)."""
+    value: dict[str, Any] = {
+        "thread_id": thread_id,
+        "metadata": caller.client_metadata(body.metadata, "metadata"),
+    }
+    scope = await caller.scope("threads", "update", value)
+    record = await services.threads.update_metadata(thread_id, value["metadata"], scope=scope)
+    return JSON(
+        {
+            "thread_id": record.thread_id,
+            "status": record.status,
+            "created_at": record.created_at,
+            "updated_at": record.updated_at,
+            "metadata": record.metadata,
+        }
+    )
+
+
 @router.delete("/api/threads/{thread_id}")
 async def delete_thread(thread_id: str, services: ServicesDep, caller: CallerDep) -> Response:
     scope = await caller.scope("threads", "delete", {"thread_id": thread_id})
@@ -326,3 +360,88 @@ def _model_of(kwargs: Mapping[str, Any]) -> str | None:
         if isinstance(source, Mapping) and isinstance(source.get("model_name"), str):
             return str(source["model_name"])
     return None
+
+
+class BranchRequest(BaseModel):
+    """DeerFlow's ``ThreadBranchRequest``: the turn (its assistant messages) to branch from."""
+
+    message_id: str = Field(min_length=1, max_length=256)
+    message_ids: list[Annotated[str, Field(max_length=256)]] = Field(
+        default_factory=list, max_length=1000
+    )
+    title: str | None = Field(default=None, max_length=256)
+
+
+@router.post("/api/threads/{thread_id}/branches")
+async def branch(
+    thread_id: str, body: BranchRequest, services: ServicesDep, caller: CallerDep
+) -> Response:
+    """A new thread from one assistant turn of this one (see :mod:`fawn.gateway.branches`)."""
+    made = await branch_thread(
+        services,
+        caller,
+        thread_id,
+        message_id=body.message_id,
+        message_ids=body.message_ids,
+        title=body.title,
+    )
+    return JSON(made.as_json())
+
+
+# -- the composer --------------------------------------------------------------------------
+
+
+class InputPolishRequest(BaseModel):
+    """DeerFlow's ``InputPolishRequest`` (``thread_id`` only names the draft's thread)."""
+
+    text: str = Field(max_length=100_000)
+    locale: str | None = Field(default=None, max_length=64)
+    thread_id: str | None = Field(default=None, max_length=256)
+
+
+@router.post("/api/input-polish")
+async def input_polish(
+    body: InputPolishRequest, services: ServicesDep, caller: CallerDep
+) -> Response:
+    """The draft rewritten by the default model (see :mod:`fawn.gateway.input_polish`)."""
+    check_model(services.config, caller.principal, None)
+    rewritten, changed = await polish(services.models, body.text, body.locale)
+    return JSON({"rewritten_text": rewritten, "changed": changed})
+
+
+class KeepSize(BaseModel):
+    """DeerFlow's ``ContextSize`` for ``keep``: the newest messages, or tokens, to keep."""
+
+    type: Literal["messages", "tokens"]
+    value: int = Field(ge=1, le=10_000_000)
+
+
+class CompactRequest(BaseModel):
+    """DeerFlow's ``ThreadCompactRequest`` (``agent_name`` names a custom agent: fawn has
+    none, so it changes nothing)."""
+
+    force: bool = True
+    keep: KeepSize | None = None
+    agent_name: str | None = Field(default=None, max_length=128)
+    model_name: str | None = Field(default=None, max_length=128)
+
+
+@router.post("/api/threads/{thread_id}/compact")
+async def compact_thread(
+    thread_id: str, body: CompactRequest, services: ServicesDep, caller: CallerDep
+) -> Response:
+    """Summarize the thread's older messages now (see :mod:`fawn.gateway.compaction`)."""
+    await _reach(services, caller, thread_id, "update")
+    model_name = services.config.summarization.model_name or body.model_name
+    check_model(services.config, caller.principal, model_name)
+    keep: ContextSize | None = None
+    if body.keep is not None:
+        keep = (
+            ("messages", body.keep.value)
+            if body.keep.type == "messages"
+            else ("tokens", body.keep.value)
+        )
+    result = await compact_context(
+        services, thread_id, model_name=model_name, keep=keep, force=body.force
+    )
+    return JSON(result)
