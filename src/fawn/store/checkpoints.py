@@ -158,8 +158,21 @@ async def copy_thread(saver: Saver, source: str, target: str) -> None:
         stored = await saver.aput(
             config, item.checkpoint, metadata, dict(item.checkpoint["channel_versions"])
         )
-        by_task: dict[str, list[tuple[str, Any]]] = {}
-        for task_id, channel, value in item.pending_writes or []:
-            by_task.setdefault(task_id, []).append((channel, value))
-        for task_id, writes in by_task.items():
-            await saver.aput_writes(stored, writes, task_id)
+        await put_pending_writes(saver, stored, item.pending_writes or [])
+
+
+async def put_pending_writes(
+    saver: Saver, config: RunnableConfig, pending: Sequence[tuple[str, str, Any]]
+) -> None:
+    """Store a checkpoint's pending writes (as a saver lists them) under ``config``.
+
+    A saver lists them in the order a step applies them (by task path, task id, index) but
+    does not give the task paths back; each task gets one that sorts in the listed order, so
+    a replay of the copy (the ``delta`` checkpoint mode rebuilds ``messages`` from the
+    writes) applies them in the same order as the original.
+    """
+    by_task: dict[str, list[tuple[str, Any]]] = {}
+    for task_id, channel, value in pending:
+        by_task.setdefault(task_id, []).append((channel, value))
+    for position, (task_id, writes) in enumerate(by_task.items()):
+        await saver.aput_writes(config, writes, task_id, f"~copy:{position:06d}")

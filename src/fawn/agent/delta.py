@@ -1,0 +1,71 @@
+"""The ``delta`` checkpoint mode: ``messages`` kept as per-step writes, not whole lists.
+
+In the ``full`` mode (LangGraph's shape) every checkpoint stores the thread's whole message
+list, so the bytes a turn adds grow with the thread. In ``delta`` the ``messages`` channel is
+LangGraph's :class:`~langgraph.channels.delta.DeltaChannel`: a checkpoint stores no list, the
+step's writes (which every saver keeps anyway, as pending writes) are the record, and a read
+rebuilds the list by replaying the writes since the nearest keyframe (a checkpoint that holds
+the whole list, written every ``keyframe_every`` updates of the channel). Time travel, forks
+and copies work on it as on any channel: the replay follows the parent chain.
+
+A replay must rebuild exactly what the run saw, so the reducer is deterministic where
+``add_messages`` is not: a message written without an id gets one derived from its place in
+the list (the id of the message before it, the list's length, its position in the write)
+instead of a random one, so every read of the same checkpoint gives the same ids.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+from typing import Annotated, Any, Required, cast, get_type_hints
+
+from langchain_core.messages import AnyMessage, BaseMessage, convert_to_messages
+from langgraph.channels.delta import DeltaChannel
+from langgraph.graph.message import add_messages
+from typing_extensions import TypedDict
+
+from fawn.agent.state import ThreadState
+from fawn.config.settings import CheckpointMode
+
+#: the namespace of the ids given to messages written without one (``uuid5``)
+MESSAGE_ID_NAMESPACE = uuid.UUID("6f1c1b8e-3c2a-4a57-9f0e-2d7a0c5e9b11")
+
+
+def _with_stable_ids(write: Any, merged: Sequence[BaseMessage]) -> list[BaseMessage]:
+    messages = convert_to_messages(write if isinstance(write, list) else [write])
+    tail = merged[-1].id if merged else ""
+    stamped: list[BaseMessage] = []
+    for index, message in enumerate(messages):
+        if message.id is None:
+            derived = uuid.uuid5(MESSAGE_ID_NAMESPACE, f"{tail}:{len(merged)}:{index}")
+            message = message.model_copy(update={"id": str(derived)})
+        stamped.append(message)
+    return stamped
+
+
+def replay_messages(state: Sequence[BaseMessage], writes: Sequence[Any]) -> list[BaseMessage]:
+    """``add_messages`` applied to each write in turn (``DeltaChannel``'s batch reducer).
+
+    Folding one write at a time makes it batching-invariant, as ``DeltaChannel`` requires:
+    ``replay(replay(s, xs), ys) == replay(s, xs + ys)``.
+    """
+    merged: list[BaseMessage] = list(state)
+    for write in writes:
+        merged = cast(list[BaseMessage], add_messages(merged, _with_stable_ids(write, merged)))  # type: ignore[arg-type]
+    return merged
+
+
+def thread_state_schema(mode: CheckpointMode, *, keyframe_every: int) -> type[Any]:
+    """The lead agent's state schema for a checkpoint mode: ``ThreadState`` itself for
+    ``full``; for ``delta`` the same channels with ``messages`` on a ``DeltaChannel``."""
+    if mode == "full":
+        return ThreadState
+    hints = get_type_hints(ThreadState, include_extras=True)
+    hints["messages"] = Required[
+        Annotated[
+            list[AnyMessage],
+            DeltaChannel(replay_messages, list, snapshot_frequency=keyframe_every),
+        ]
+    ]
+    return cast(type[Any], TypedDict("DeltaThreadState", hints))  # type: ignore[operator]
