@@ -8,7 +8,8 @@ rebuilds the list by replaying the writes since the nearest keyframe (a checkpoi
 the whole list, written every ``keyframe_every`` updates of the channel). Time travel, forks
 and copies work on it as on any channel: the replay follows the parent chain.
 
-A replay must rebuild exactly what the run saw, so the reducer is deterministic where
+A replay must rebuild exactly what the run saw, so the reducer has ``add_messages``'s
+semantics (merge by id, ``RemoveMessage``, ``REMOVE_ALL_MESSAGES``) but is deterministic where
 ``add_messages`` is not: a message written without an id gets one derived from its place in
 the list (the id of the message before it, the list's length, its position in the write)
 instead of a random one, so every read of the same checkpoint gives the same ids.
@@ -20,9 +21,15 @@ import uuid
 from collections.abc import Sequence
 from typing import Annotated, Any, Required, cast, get_type_hints
 
-from langchain_core.messages import AnyMessage, BaseMessage, convert_to_messages
+from langchain_core.messages import (
+    AnyMessage,
+    BaseMessage,
+    RemoveMessage,
+    convert_to_messages,
+    message_chunk_to_message,
+)
 from langgraph.channels.delta import DeltaChannel
-from langgraph.graph.message import add_messages
+from langgraph.graph.message import REMOVE_ALL_MESSAGES
 from typing_extensions import TypedDict
 
 from fawn.agent.state import ThreadState
@@ -32,8 +39,14 @@ from fawn.config.settings import CheckpointMode
 MESSAGE_ID_NAMESPACE = uuid.UUID("6f1c1b8e-3c2a-4a57-9f0e-2d7a0c5e9b11")
 
 
+def _coerce(write: Any) -> list[BaseMessage]:
+    """What ``add_messages`` makes of one side: a list of plain (non-chunk) messages."""
+    items = write if isinstance(write, list) else [write]
+    return [message_chunk_to_message(m) for m in convert_to_messages(items)]
+
+
 def _with_stable_ids(write: Any, merged: Sequence[BaseMessage]) -> list[BaseMessage]:
-    messages = convert_to_messages(write if isinstance(write, list) else [write])
+    messages = _coerce(write)
     tail = merged[-1].id if merged else ""
     stamped: list[BaseMessage] = []
     for index, message in enumerate(messages):
@@ -48,12 +61,43 @@ def replay_messages(state: Sequence[BaseMessage], writes: Sequence[Any]) -> list
     """``add_messages`` applied to each write in turn (``DeltaChannel``'s batch reducer).
 
     Folding one write at a time makes it batching-invariant, as ``DeltaChannel`` requires:
-    ``replay(replay(s, xs), ys) == replay(s, xs + ys)``.
+    ``replay(replay(s, xs), ys) == replay(s, xs + ys)``. The fold keeps its index of ids
+    from write to write (``add_messages`` rebuilds it, and re-checks the whole list, on
+    every call): a read replays up to ``keyframe_every`` writes onto a long list.
     """
-    merged: list[BaseMessage] = list(state)
+    merged: list[BaseMessage] = _coerce(list(state)) if state else []
+    position = {m.id: i for i, m in enumerate(merged)}
     for write in writes:
-        merged = cast(list[BaseMessage], add_messages(merged, _with_stable_ids(write, merged)))  # type: ignore[arg-type]
+        right = _with_stable_ids(write, merged)
+        reset = [i for i, m in enumerate(right) if _removes_all(m)]
+        if reset:
+            merged = right[reset[-1] + 1 :]
+            position = {m.id: i for i, m in enumerate(merged)}
+            continue
+        removed: set[str | None] = set()
+        for message in right:
+            at = position.get(message.id)
+            if at is not None:
+                if isinstance(message, RemoveMessage):
+                    removed.add(message.id)
+                else:
+                    removed.discard(message.id)
+                    merged[at] = message
+            elif isinstance(message, RemoveMessage):
+                raise ValueError(
+                    f"Attempting to delete a message with an ID that doesn't exist ('{message.id}')"
+                )
+            else:
+                position[message.id] = len(merged)
+                merged.append(message)
+        if removed:
+            merged = [m for m in merged if m.id not in removed]
+            position = {m.id: i for i, m in enumerate(merged)}
     return merged
+
+
+def _removes_all(message: BaseMessage) -> bool:
+    return isinstance(message, RemoveMessage) and message.id == REMOVE_ALL_MESSAGES
 
 
 def thread_state_schema(mode: CheckpointMode, *, keyframe_every: int) -> type[Any]:
