@@ -17,6 +17,7 @@ from typing import Any
 import httpx
 import pytest
 from langgraph_sdk import get_client
+from langgraph_sdk.client import LangGraphClient
 
 from tests.conftest import base_config
 from tests.runs.runs_helpers import script, user
@@ -186,3 +187,29 @@ async def test_delta_checkpoints_hold_no_message_list_and_reads_give_stable_ids(
     assert stored[0] == len(history)
     assert stored[1] == 0  # no checkpoint stores the last answer...
     assert written == (1,)  # ...its step's write does, once
+
+
+async def test_a_copy_keeps_the_order_of_parallel_tool_results(
+    mode_client: LangGraphClient, stub: Any, key: str
+) -> None:
+    """Four tool calls in one answer run as four tasks of one step; a copy's states (in
+    ``delta``: rebuilt from the copied writes) list their results in the source's order."""
+    calls = [
+        {"name": "ls", "args": {"description": f"look {n}", "path": path}}
+        for n, path in enumerate(
+            ["/mnt/user-data/workspace", "/mnt/user-data/uploads", "/mnt/user-data/outputs"] * 2
+        )
+    ]
+    script(stub, key, {"tool_calls": calls}, {"content": "done"})
+    tid = (await mode_client.threads.create())["thread_id"]
+    await mode_client.runs.wait(tid, "lead_agent", input=user(key))
+
+    copy = await mode_client.threads.copy(tid)
+
+    source_history = await mode_client.threads.get_history(tid, limit=100)
+    copy_history = await mode_client.threads.get_history(copy["thread_id"], limit=100)
+    results = [m for m in source_history[0]["values"]["messages"] if m["type"] == "tool"]
+    assert [m["tool_call_id"] for m in results] == [
+        c["id"] for c in source_history[0]["values"]["messages"][1]["tool_calls"]
+    ]
+    assert [h["values"] for h in copy_history] == [h["values"] for h in source_history]
