@@ -213,3 +213,66 @@ async def test_a_copy_keeps_the_order_of_parallel_tool_results(
         c["id"] for c in source_history[0]["values"]["messages"][1]["tool_calls"]
     ]
     assert [h["values"] for h in copy_history] == [h["values"] for h in source_history]
+
+
+async def test_message_updates_read_alike_in_both_modes(
+    mode_client: LangGraphClient,
+) -> None:
+    """Messages written through ``update_state`` (new, without id, replaced by id, removed)
+    and a patch of the checkpoint's metadata: every state and the history read the same in
+    both modes."""
+    client = mode_client
+    tid = (
+        await client.threads.create(
+            supersteps=[
+                {
+                    "updates": [
+                        {"values": {"messages": [user_message("one", "m1")]}, "as_node": "model"}
+                    ]
+                }
+            ]
+        )
+    )["thread_id"]
+    for update in (
+        [user_message("two", "m2"), {"role": "assistant", "content": "no id"}],
+        [{"role": "assistant", "content": "one, edited", "id": "m1"}],
+        [{"type": "remove", "id": "m2", "content": ""}],
+        [user_message("three", "m3")],
+    ):
+        await client.threads.update_state(tid, {"messages": update})
+    await client.threads.update_state(tid, {"title": "kept"})
+    await client.http.patch(f"/threads/{tid}/state", json={"metadata": {"note": "patched"}})
+
+    state = await client.threads.get_state(tid)
+    messages = state["values"]["messages"]
+    assert [(m["type"], m["content"]) for m in messages] == [
+        ("ai", "one, edited"),
+        ("ai", "no id"),
+        ("human", "three"),
+    ]
+    assert (messages[0]["id"], messages[2]["id"]) == ("m1", "m3")
+    assert state["values"]["title"] == "kept"
+    assert state["metadata"]["note"] == "patched"
+    history = await client.threads.get_history(tid, limit=20)
+    assert history[0] == state
+    contents = [[m["content"] for m in h["values"].get("messages", [])] for h in history]
+    assert contents == [
+        ["one, edited", "no id", "three"],
+        ["one, edited", "no id", "three"],
+        ["one, edited", "no id"],
+        ["one, edited", "two", "no id"],
+        ["one", "two", "no id"],
+        ["one"],
+    ]
+    # the id given to the message written without one is the same in every state
+    given = [m["id"] for h in history for m in h["values"].get("messages", [])]
+    derived = [i for h, i in zip(contents_flat(history), given, strict=True) if h == "no id"]
+    assert len(derived) == 5 and len(set(derived)) == 1
+
+
+def contents_flat(history: list[dict[str, Any]]) -> list[str]:
+    return [m["content"] for h in history for m in h["values"].get("messages", [])]
+
+
+def user_message(content: str, message_id: str) -> dict[str, Any]:
+    return {"role": "user", "content": content, "id": message_id}
