@@ -25,6 +25,7 @@ from tests.support.openai_stub import StubServerThread, run_in_thread
 from tests.support.pg import create_database, drop_database
 
 BACKENDS = ["sqlite", "postgres"]
+MODES = ["full", "delta"]
 
 
 # Run as root, the server runs sandboxed commands as an unprivileged uid, and bubblewrap
@@ -128,23 +129,74 @@ def base_config(stub: StubServerThread, data_dir: Path, **overrides: Any) -> dic
     return config
 
 
-@pytest.fixture(scope="session", params=BACKENDS)
-def server(
+@pytest.fixture(scope="session")
+def shared_servers(
     request: pytest.FixtureRequest,
     stub: StubServerThread,
     tmp_path_factory: pytest.TempPathFactory,
-) -> Iterator[LiveServer]:
-    """One shared live server per backend; tests parametrized over it run on both."""
-    backend: str = request.param
-    workdir = tmp_path_factory.mktemp(f"server-{backend}")
-    extra: dict[str, Any] = {}
-    if backend == "postgres":
-        extra["database"] = {"url": request.getfixturevalue("pg_url")}
-    live = LiveServer(base_config(stub, workdir / "data", **extra), workdir).start()
+) -> Iterator[Callable[[str, str], LiveServer]]:
+    """The session's shared live servers, one per (backend, checkpoint mode), started on
+    first use. Servers of the two modes never share a database (as in a real deployment,
+    where a thread's mode is a deployment's choice)."""
+    started: dict[tuple[str, str], LiveServer] = {}
+    dropped: list[str] = []
+
+    def get(backend: str, mode: str) -> LiveServer:
+        if (backend, mode) not in started:
+            workdir = tmp_path_factory.mktemp(f"server-{backend}-{mode}")
+            extra: dict[str, Any] = {}
+            if backend == "postgres":
+                if mode == "full":
+                    url = request.getfixturevalue("pg_url")
+                else:
+                    name, url = create_database()
+                    dropped.append(name)
+                extra["database"] = {"url": url}
+            if mode != "full":
+                extra["checkpoints"] = {"mode": mode}
+            live = LiveServer(base_config(stub, workdir / "data", **extra), workdir)
+            started[(backend, mode)] = live.start()
+        return started[(backend, mode)]
+
     try:
-        yield live
+        yield get
     finally:
-        live.stop()
+        for live in started.values():
+            live.stop()
+        for name in dropped:
+            drop_database(name)
+
+
+@pytest.fixture(scope="session", params=BACKENDS)
+def server(
+    request: pytest.FixtureRequest, shared_servers: Callable[[str, str], LiveServer]
+) -> LiveServer:
+    """One shared live server per backend; tests parametrized over it run on both."""
+    return shared_servers(request.param, "full")
+
+
+@pytest.fixture(
+    scope="session",
+    params=[(b, m) for m in MODES for b in BACKENDS],
+    ids=[f"{b}-{m}" for m in MODES for b in BACKENDS],
+)
+def mode_server(
+    request: pytest.FixtureRequest, shared_servers: Callable[[str, str], LiveServer]
+) -> LiveServer:
+    """A shared live server per backend and checkpoint mode (``full`` ones are ``server``'s):
+    for the tests of what both modes must do alike (state, history, time travel, copy,
+    rollback)."""
+    backend, mode = request.param
+    return shared_servers(backend, mode)
+
+
+@pytest.fixture
+async def mode_client(mode_server: LiveServer) -> AsyncIterator[LangGraphClient]:
+    lg = get_client(url=mode_server.url, timeout=60)
+    try:
+        yield lg
+    finally:
+        await lg.aclose()
 
 
 @pytest.fixture(scope="session")

@@ -321,7 +321,7 @@ def test_db_upgrade_on_a_fresh_data_dir(tmp_path: Path) -> None:
     assert (first.returncode, first.stdout) == (0, "fawn: database is up to date\n")
     # One line saying what changed; none of Alembic's start-up chatter.
     assert first.stderr.endswith(
-        "INFO fawn.store.database: database schema upgraded from empty to 0007\n"
+        "INFO fawn.store.database: database schema upgraded from empty to 0008\n"
     )
     assert first.stderr.count("\n") == 1
     assert (again.returncode, again.stdout, again.stderr) == (
@@ -342,7 +342,11 @@ def test_db_upgrade_on_a_fresh_data_dir(tmp_path: Path) -> None:
         "run_receipts",
         "alembic_version",
     } <= tables
-    assert version == [("0007",)]
+    assert version == [("0008",)]
+    with sqlite3.connect(tmp_path / "data" / "fawn.db") as db:
+        columns = {r[1]: r for r in db.execute("PRAGMA table_info(threads)")}
+    # a thread records the checkpoint mode it was created in (threads before 0008: full)
+    assert columns["checkpoint_mode"][2:5] == ("VARCHAR(8)", 1, "'full'")
 
 
 def test_config_errors_stop_the_cli_with_the_message(tmp_path: Path) -> None:

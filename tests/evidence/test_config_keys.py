@@ -18,6 +18,7 @@ def test_the_example_config_states_the_defaults() -> None:
     assert config.evidence == EvidenceSettings()
     assert config.checkpoints == CheckpointSettings()
     assert (config.evidence.keep_runs, config.checkpoints.durability) == (20, "async")
+    assert (config.checkpoints.mode, config.checkpoints.keyframe_every) == ("full", 100)
 
 
 @pytest.mark.parametrize(
@@ -34,6 +35,15 @@ def test_the_example_config_states_the_defaults() -> None:
         (
             {"checkpoints": {"durability": "later"}},
             "invalid config: checkpoints.durability: Input should be 'sync', 'async' or 'exit'",
+        ),
+        (
+            {"checkpoints": {"mode": "diff"}},
+            "invalid config: checkpoints.mode: Input should be 'full' or 'delta'",
+        ),
+        (
+            {"checkpoints": {"keyframe_every": 0}},
+            "invalid config: checkpoints.keyframe_every: Input should be greater than or equal "
+            "to 1",
         ),
     ],
 )

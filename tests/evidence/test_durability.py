@@ -6,16 +6,18 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+import pytest
 from langgraph_sdk import get_client
 
 from tests.runs.runs_helpers import human, slow_turn, user, wait_streaming
 from tests.support.live import LiveServer
 
 
+@pytest.mark.parametrize("mode", ["full", "delta"])
 async def test_the_configured_durability_applies_unless_the_run_asks(
-    make_server: Callable[..., LiveServer], stub: Any, key: str
+    mode: str, make_server: Callable[..., LiveServer], stub: Any, key: str
 ) -> None:
-    live = make_server(checkpoints={"durability": "exit"})
+    live = make_server(checkpoints={"durability": "exit", "mode": mode})
     stub.add_script(key, [slow_turn(30, 0.05)])
     client = get_client(url=live.url, timeout=60)
     try:
@@ -29,6 +31,9 @@ async def test_the_configured_durability_applies_unless_the_run_asks(
         await client.runs.join(quiet, run["run_id"])
         ended = (await client.threads.get_state(quiet))["values"]
         assert [m["type"] for m in ended["messages"]] == ["human", "ai"]
+        # what the run wrote at its end reads back the same from its history
+        history = await client.threads.get_history(quiet)
+        assert history[0]["values"] == ended
 
         # a run asking for "sync" has its input step durable before the model answers
         eager = (await client.threads.create())["thread_id"]

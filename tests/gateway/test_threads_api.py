@@ -131,8 +131,10 @@ def state_shape(
     next_nodes: list[str],
     checkpoint_id: Any = UUID,
     parent_id: Any = None,
+    extra_metadata: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """The SDK's ``ThreadState`` after ``threads.update_state`` calls (no run)."""
+    """The SDK's ``ThreadState`` after ``threads.update_state`` calls (no run);
+    ``extra_metadata``: what the checkpoint mode adds (``delta``: LangGraph's counters)."""
     return {
         "values": values,
         "next": next_nodes,
@@ -143,6 +145,7 @@ def state_shape(
             "parents": {},
             "ls_integration": "langchain_create_agent",
             "lc_agent_name": "lead_agent",
+            **(extra_metadata or {}),
         },
         "created_at": TIMESTAMP,
         "checkpoint": ref(thread_id, checkpoint_id),
@@ -151,6 +154,19 @@ def state_shape(
         "checkpoint_id": checkpoint_id,
         "parent_checkpoint_id": parent_id,
     }
+
+
+def checkpoint_mode(server: LiveServer) -> str:
+    mode: str = server.config.get("checkpoints", {}).get("mode", "full")
+    return mode
+
+
+def delta_counters(server: LiveServer, updates: int, supersteps: int) -> dict[str, Any] | None:
+    """The metadata a ``delta``-mode checkpoint adds: LangGraph's count of ``messages``
+    updates and supersteps since the last keyframe (none while both are zero)."""
+    if checkpoint_mode(server) != "delta" or (updates, supersteps) == (0, 0):
+        return None
+    return {"counters_since_delta_snapshot": {"messages": [updates, supersteps]}}
 
 
 def update_response(thread_id: str, checkpoint_id: Any = UUID) -> dict[str, Any]:
@@ -518,8 +534,9 @@ async def test_count(client: LangGraphClient, key: str) -> None:
 
 
 async def test_copy_keeps_metadata_state_history_and_files(
-    client: LangGraphClient, server: LiveServer
+    mode_client: LangGraphClient, mode_server: LiveServer
 ) -> None:
+    client, server = mode_client, mode_server
     source = await client.threads.create(metadata={"owner": "me", "tags": ["x"]})
     sid = source["thread_id"]
     await client.threads.update_state(sid, {"title": "one", "artifacts": ["/o/a.md"]})
@@ -575,8 +592,9 @@ async def test_prune_delete_removes_threads(client: LangGraphClient, server: Liv
 
 
 async def test_prune_keep_latest_keeps_only_the_latest_checkpoint(
-    client: LangGraphClient,
+    mode_client: LangGraphClient,
 ) -> None:
+    client = mode_client
     thread = await client.threads.create(metadata={"p": 1})
     tid = thread["thread_id"]
     for title in ("one", "two", "three"):
@@ -615,7 +633,10 @@ async def test_get_state_of_a_fresh_thread(client: LangGraphClient) -> None:
     }
 
 
-async def test_state_after_updates_and_at_each_checkpoint(client: LangGraphClient) -> None:
+async def test_state_after_updates_and_at_each_checkpoint(
+    mode_client: LangGraphClient, mode_server: LiveServer
+) -> None:
+    client = mode_client
     tid = (await client.threads.create())["thread_id"]
     entry = await entry_node(client)
     first = await client.threads.update_state(tid, {"title": "one"})
@@ -641,6 +662,8 @@ async def test_state_after_updates_and_at_each_checkpoint(client: LangGraphClien
         next_nodes=[entry],
         checkpoint_id=second["checkpoint_id"],
         parent_id=first["checkpoint_id"],
+        # delta mode: LangGraph counts the message updates since the last keyframe
+        extra_metadata=delta_counters(mode_server, 1, 1),
     )
     earlier = state_shape(
         tid, channels(title="one"), step=0, next_nodes=[entry], checkpoint_id=first["checkpoint_id"]
@@ -770,7 +793,8 @@ async def test_update_state_as_node_and_unknown_node(client: LangGraphClient) ->
     assert raised.value.response.json() == detail("unknown node 'no_such_node' for as_node")
 
 
-async def test_update_state_at_a_checkpoint_forks_from_it(client: LangGraphClient) -> None:
+async def test_update_state_at_a_checkpoint_forks_from_it(mode_client: LangGraphClient) -> None:
+    client = mode_client
     tid = (await client.threads.create())["thread_id"]
     first = await client.threads.update_state(tid, {"title": "one", "artifacts": ["a"]})
     await client.threads.update_state(tid, {"title": "two", "artifacts": ["b"]})
@@ -813,7 +837,10 @@ async def _three_updates(client: LangGraphClient) -> tuple[str, list[dict[str, A
     return tid, await client.threads.get_history(tid)
 
 
-async def test_history_lists_states_newest_first(client: LangGraphClient) -> None:
+async def test_history_lists_states_newest_first(
+    mode_client: LangGraphClient, mode_server: LiveServer
+) -> None:
+    client = mode_client
     tid, history = await _three_updates(client)
     entry = await entry_node(client)
     ids = [h["checkpoint_id"] for h in history]
@@ -825,6 +852,7 @@ async def test_history_lists_states_newest_first(client: LangGraphClient) -> Non
             next_nodes=[entry],
             checkpoint_id=ids[2 - n],
             parent_id=ids[3 - n] if n else None,
+            extra_metadata=delta_counters(mode_server, 0, n),
         )
         for n in (2, 1, 0)
     ]
@@ -833,7 +861,8 @@ async def test_history_lists_states_newest_first(client: LangGraphClient) -> Non
     assert await client.threads.get_history(tid, limit=1) == history[:1]
 
 
-async def test_history_before_as_id_and_as_checkpoint(client: LangGraphClient) -> None:
+async def test_history_before_as_id_and_as_checkpoint(mode_client: LangGraphClient) -> None:
+    client = mode_client
     tid, history = await _three_updates(client)
     newest = history[0]
     assert await client.threads.get_history(tid, before=newest["checkpoint_id"]) == history[1:]
@@ -846,7 +875,8 @@ async def test_history_before_as_id_and_as_checkpoint(client: LangGraphClient) -
     )
 
 
-async def test_history_metadata_filter_and_checkpoint(client: LangGraphClient) -> None:
+async def test_history_metadata_filter_and_checkpoint(mode_client: LangGraphClient) -> None:
+    client = mode_client
     tid, history = await _three_updates(client)
     assert await client.threads.get_history(tid, metadata={"source": "update"}) == history
     assert await client.threads.get_history(tid, metadata={"step": 1}) == [history[1]]

@@ -348,10 +348,11 @@ async def test_create_batch_validates_every_item_first(client: LangGraphClient, 
 
 
 async def test_run_from_a_past_checkpoint_branches_the_thread(
-    server: LiveServer, client: LangGraphClient, stub: Any, key: str
+    mode_server: LiveServer, mode_client: LangGraphClient, stub: Any, key: str
 ) -> None:
     """Time travel: a run given ``checkpoint_id`` continues from that checkpoint, so the
     later exchange is not in its history (it stays reachable in the thread's history)."""
+    client, server = mode_client, mode_server
     script(stub, key, {"content": "first"}, {"content": "second"}, {"content": "branched"})
     tid = await new_thread(client)
     first = await client.runs.wait(tid, "lead_agent", input=user(key))

@@ -93,8 +93,9 @@ async def test_cancel_of_finished_or_unknown_runs_is_404(
 
 
 async def test_cancel_rollback_restores_the_pre_run_state_exactly(
-    server: LiveServer, client: LangGraphClient, stub: Any, key: str
+    mode_server: LiveServer, mode_client: LangGraphClient, stub: Any, key: str
 ) -> None:
+    client, server = mode_client, mode_server
     script(stub, key, {"content": "kept"}, slow_turn())
     tid = await new_thread(client)
     first = await client.runs.create(tid, "lead_agent", input=user(key))

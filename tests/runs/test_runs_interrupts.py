@@ -72,8 +72,9 @@ async def _last_run(client: LangGraphClient, tid: str) -> dict[str, Any]:
 
 
 async def test_interrupt_from_a_tool_pauses_and_resume_answers_it(
-    server: LiveServer, client: LangGraphClient, stub: Any, key: str
+    mode_server: LiveServer, mode_client: LangGraphClient, stub: Any, key: str
 ) -> None:
+    client, server = mode_client, mode_server
     script(stub, key, ASK, {"content": "Blue it is"})
     tid = await new_thread(client)
     lead = Lead.of(server, tid)
@@ -238,8 +239,9 @@ async def test_command_update_and_goto_from_a_finished_thread(
 
 
 async def test_command_update_while_paused_before_the_model(
-    server: LiveServer, client: LangGraphClient, stub: Any, key: str
+    mode_server: LiveServer, mode_client: LangGraphClient, stub: Any, key: str
 ) -> None:
+    client, server = mode_client, mode_server
     script(stub, key, {"content": "saw both"})
     tid = await new_thread(client)
     await client.runs.wait(tid, "lead_agent", input=user(key), interrupt_before=["model"])

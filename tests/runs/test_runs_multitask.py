@@ -99,8 +99,9 @@ async def test_interrupt_strategy_interrupts_the_first_run(
 
 
 async def test_rollback_strategy_deletes_the_first_run_and_its_effects(
-    server: LiveServer, client: LangGraphClient, stub: Any, key: str
+    mode_server: LiveServer, mode_client: LangGraphClient, stub: Any, key: str
 ) -> None:
+    client, server = mode_client, mode_server
     script(stub, key, slow_turn(20, 0.05))
     script(stub, f"{key}-second", {"content": "only me"})
     tid = await new_thread(client)

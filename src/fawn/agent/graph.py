@@ -40,14 +40,17 @@ def build_lead_agent(
     tools: Sequence[BaseTool] = (),
     middleware: Sequence[AgentMiddleware[Any, Any]] = (),
     system_prompt: str = SYSTEM_PROMPT,
+    state_schema: type[Any] = ThreadState,
 ) -> LeadAgent:
+    """The compiled lead graph; ``state_schema`` is :class:`ThreadState` or its ``delta``
+    checkpoint-mode variant (:func:`fawn.agent.delta.thread_state_schema`)."""
     base: BaseChatModel = models.get(None) if models.names else UnconfiguredChatModel()
     graph = create_agent(
         model=base,
         tools=list(tools),
         system_prompt=system_prompt,
         middleware=list(middleware),
-        state_schema=ThreadState,
+        state_schema=state_schema,
         context_schema=RunContext,
         checkpointer=checkpointer,
         name=LEAD_AGENT,

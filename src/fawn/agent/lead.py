@@ -19,6 +19,7 @@ from langchain_core.tools import BaseTool
 from langgraph.checkpoint.base import BaseCheckpointSaver
 
 from fawn.agent.context import RunContext
+from fawn.agent.delta import thread_state_schema
 from fawn.agent.errors import AgentError
 from fawn.agent.graph import LeadAgent, build_lead_agent
 from fawn.agent.middleware.chain import ChainMiddleware, build_chain
@@ -211,4 +212,7 @@ def assemble_lead_agent(
         tools=[*base_tools, task_tool(runner)],
         middleware=chain,
         system_prompt=SYSTEM_PROMPT,
+        state_schema=thread_state_schema(
+            config.checkpoints.mode, keyframe_every=config.checkpoints.keyframe_every
+        ),
     )

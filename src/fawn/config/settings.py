@@ -264,6 +264,10 @@ class RunSettings(_Section):
         return self
 
 
+#: how a thread's checkpoints keep its messages (``checkpoints.mode``)
+CheckpointMode = Literal["full", "delta"]
+
+
 class CheckpointSettings(_Section):
     """How the graph's checkpoints are written (``fawn.store.checkpoints``)."""
 
@@ -273,6 +277,15 @@ class CheckpointSettings(_Section):
     #: crash loses the whole run's progress, and nothing of it is visible until it ends).
     #: README "Checkpoint durability" says why the default is ``async``.
     durability: Literal["sync", "async", "exit"] = "async"
+    #: how a checkpoint keeps the conversation: ``full`` (LangGraph's shape: every checkpoint
+    #: holds the whole ``messages`` list, so a turn's storage grows with the thread) or
+    #: ``delta`` (a checkpoint holds only the messages its step wrote; reads replay them from
+    #: the nearest keyframe). A thread keeps the mode it was created in: a server in the
+    #: other mode refuses it (409). README "Checkpoint modes".
+    mode: CheckpointMode = "full"
+    #: in ``delta`` mode, every this many updates of ``messages`` a checkpoint holds the
+    #: whole list again (a keyframe): a read replays at most this many steps' writes
+    keyframe_every: int = Field(default=100, ge=1)
 
 
 class EvidenceSettings(_Section):

@@ -109,7 +109,7 @@ def build_runs(parts: RunParts) -> tuple[RunService, RunLifecycle]:
     settings, clock = parts.config.runs, parts.clock
     runs, queue, local, shutdown = (
         RunRepository(parts.db),
-        RunQueue(parts.db),
+        RunQueue(parts.db, parts.config.checkpoints.mode),
         LocalRuns(),
         Shutdown(),
     )
@@ -234,7 +234,7 @@ async def open_services(config: AppConfig, clock: Clock | None = None) -> AsyncI
         stack.push_async_callback(bridge.aclose)
         notifier = await open_notifier(config.streams)
         stack.push_async_callback(notifier.aclose)
-        thread_repo = ThreadRepository(db)
+        thread_repo = ThreadRepository(db, config.checkpoints.mode)
         # a thread's files live under its owner's directory
         sandbox = LocalSandboxProvider(data_dir, config.sandbox, owner_of=thread_repo.owner_of)
         stack.push_async_callback(sandbox.aclose)

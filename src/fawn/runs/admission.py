@@ -23,7 +23,7 @@ from fawn.runs.shutdown import Shutdown
 from fawn.runs.spec import RunSpec
 from fawn.runs.threads import check_thread_id, is_valid_thread_id
 from fawn.runs.wakeups import Wakeups
-from fawn.store.errors import RunConflict, ThreadNotFound
+from fawn.store.errors import CheckpointModeMismatch, RunConflict, ThreadNotFound
 from fawn.store.run_queue import NewRun, RunQueue
 from fawn.store.runs import CancelAction, RunRecord
 from fawn.store.scope import SYSTEM, Scope
@@ -123,6 +123,8 @@ class Admission:
                 raise Conflict(str(exc), retryable=True) from exc
             if isinstance(exc, ThreadNotFound):
                 raise NotFound(f"thread {target} not found") from exc
+            if isinstance(exc, CheckpointModeMismatch):
+                raise Conflict(str(exc)) from exc
             raise
         strategy = spec.multitask_strategy
         if strategy == "interrupt" or strategy == "rollback":

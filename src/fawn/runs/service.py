@@ -194,7 +194,7 @@ class RunService:
     async def delete_thread(self, thread_id: str) -> None:
         """Stop the thread's runs (waiting ``runs.stop_wait_seconds`` at most: a dead
         owner's runs are removed with the thread), release its sandbox, remove it."""
-        await self._threads.get(thread_id)
+        await self._threads.get(thread_id, checkpoints=False)
         active = await self._runs.active(thread_id)
         if active:
             await self._cancellation.cancel([r.run_id for r in active], "interrupt")

@@ -17,7 +17,7 @@ from typing import Any, Literal, cast
 import anyio
 import anyio.to_thread
 from langchain_core.runnables import RunnableConfig
-from langgraph.checkpoint.base import CheckpointMetadata
+from langgraph.checkpoint.base import Checkpoint, CheckpointMetadata
 from langgraph.errors import InvalidUpdateError
 from langgraph.types import StateSnapshot, StateUpdate
 
@@ -31,8 +31,8 @@ from fawn.sandbox.errors import InvalidThreadId
 from fawn.sandbox.local import SANDBOX_ID_PREFIX
 from fawn.sandbox.paths import ThreadPaths, validate_thread_id
 from fawn.sandbox.treecopy import copy_tree
-from fawn.store.checkpoints import Saver, copy_thread
-from fawn.store.errors import ThreadExists
+from fawn.store.checkpoints import Saver, copy_thread, put_pending_writes
+from fawn.store.errors import CheckpointModeMismatch, ThreadExists
 from fawn.store.run_queue import IdleThread
 from fawn.store.scope import SYSTEM, Scope
 from fawn.store.threads import (
@@ -48,8 +48,11 @@ from fawn.store.threads import (
 #: together, as if those nodes had run in the same step.
 Superstep = Sequence[tuple[Any, str]]
 
-#: Checkpoint metadata LangGraph writes and reads back (history order, forks).
-CHECKPOINT_OWNED_METADATA = frozenset({"source", "step", "parents"})
+#: Checkpoint metadata LangGraph writes and reads back (history order, forks; in the
+#: ``delta`` checkpoint mode, when the next keyframe is due).
+CHECKPOINT_OWNED_METADATA = frozenset(
+    {"source", "step", "parents", "counters_since_delta_snapshot"}
+)
 
 
 def thread_config(thread_id: str, checkpoint: Mapping[str, Any] | None = None) -> RunnableConfig:
@@ -156,20 +159,35 @@ class ThreadService:
         await self.refresh(tid)
         return await self.get(tid, scope=scope)
 
-    async def get(self, thread_id: str, *, scope: Scope = SYSTEM) -> ThreadRecord:
+    async def get(
+        self, thread_id: str, *, scope: Scope = SYSTEM, checkpoints: bool = True
+    ) -> ThreadRecord:
         """The thread if ``scope`` reaches it; another owner's thread is not found, exactly
-        like a missing one."""
+        like a missing one.
+
+        Every route that reads or writes the thread's checkpoints (state, history, copy,
+        runs...) comes through here with ``checkpoints`` set, the default: a thread created
+        in the other checkpoint mode is refused with a conflict naming both modes, never
+        misread. Only the routes on the record alone (read, patch, delete) clear it."""
         # An id that could never have been created is not looked up (PostgreSQL refuses NULs).
         valid = is_valid_thread_id(thread_id)
         record = await self._repo.get(thread_id, scope=scope) if valid else None
         if record is None:
             raise NotFound(f"thread {thread_id} not found")
+        if checkpoints:
+            self._require_mode(record)
         return record
+
+    def _require_mode(self, record: ThreadRecord) -> None:
+        try:
+            record.require_mode(self._repo.checkpoint_mode)
+        except CheckpointModeMismatch as exc:
+            raise Conflict(str(exc)) from exc
 
     async def update_metadata(
         self, thread_id: str, metadata: Mapping[str, Any], *, scope: Scope = SYSTEM
     ) -> ThreadRecord:
-        await self.get(thread_id, scope=scope)
+        await self.get(thread_id, scope=scope, checkpoints=False)
         record = await self._repo.update_metadata(thread_id, metadata, scope=scope)
         if record is None:
             raise NotFound(f"thread {thread_id} not found")
@@ -178,7 +196,7 @@ class ThreadService:
     async def delete(self, thread_id: str, *, scope: Scope = SYSTEM) -> None:
         """Remove the record, every checkpoint and the thread's files, and release its
         sandbox."""
-        record = await self.get(thread_id, scope=scope)
+        record = await self.get(thread_id, scope=scope, checkpoints=False)
         await self._saver.adelete_thread(thread_id)
         await self._repo.delete(thread_id, scope=scope)
         await self._sandbox.release(SANDBOX_ID_PREFIX + thread_id)
@@ -265,11 +283,13 @@ class ThreadService:
         pruned."""
         pruned = 0
         for tid in dict.fromkeys(thread_ids):
-            if not is_valid_thread_id(tid) or await self._repo.get(tid, scope=scope) is None:
+            record = await self._repo.get(tid, scope=scope) if is_valid_thread_id(tid) else None
+            if record is None:
                 continue
             if strategy == "delete":
                 await self.delete(tid, scope=scope)
             else:
+                self._require_mode(record)
                 await self._keep_latest_checkpoint(tid)
             pruned += 1
         return pruned
@@ -424,27 +444,31 @@ class ThreadService:
             raise NotFound(f"checkpoint {checkpoint_id} not found in thread {thread_id}")
 
     async def _keep_latest_checkpoint(self, thread_id: str) -> None:
-        try:
-            await self._saver.aprune([thread_id], strategy="keep_latest")
-        except NotImplementedError:
-            # The SQLite saver has no prune: rewrite the latest checkpoint of each namespace
-            # (and its pending writes) as the thread's only one.
-            latest: dict[str, Any] = {}
-            async for item in self._saver.alist({"configurable": {"thread_id": thread_id}}):
-                latest.setdefault(item.config["configurable"].get("checkpoint_ns", ""), item)
-            await self._saver.adelete_thread(thread_id)
-            for ns, item in latest.items():
-                config: RunnableConfig = {
-                    "configurable": {"thread_id": thread_id, "checkpoint_ns": ns}
-                }
-                stored = await self._saver.aput(
-                    config,
-                    item.checkpoint,
-                    item.metadata,
-                    dict(item.checkpoint["channel_versions"]),
-                )
-                by_task: dict[str, list[tuple[str, Any]]] = {}
-                for task_id, channel, value in item.pending_writes or []:
-                    by_task.setdefault(task_id, []).append((channel, value))
-                for task_id, writes in by_task.items():
-                    await self._saver.aput_writes(stored, writes, task_id)
+        delta = self._repo.checkpoint_mode == "delta"
+        if not delta:
+            try:
+                await self._saver.aprune([thread_id], strategy="keep_latest")
+                return
+            except NotImplementedError:
+                pass  # the SQLite saver has no prune
+        # Rewrite the latest checkpoint of each namespace (and its pending writes) as the
+        # thread's only one. In ``delta`` mode the latest checkpoint holds no messages (its
+        # ancestors' writes do): the kept one holds the whole list, rebuilt first.
+        latest: dict[str, Any] = {}
+        async for item in self._saver.alist({"configurable": {"thread_id": thread_id}}):
+            latest.setdefault(item.config["configurable"].get("checkpoint_ns", ""), item)
+        root = latest.get("")
+        if delta and root is not None:
+            state = await self._agent.graph.aget_state(root.config)
+            values = {**root.checkpoint["channel_values"]}
+            values["messages"] = list(state.values.get("messages", []))
+            latest[""] = root._replace(
+                checkpoint=cast(Checkpoint, {**root.checkpoint, "channel_values": values})
+            )
+        await self._saver.adelete_thread(thread_id)
+        for ns, item in latest.items():
+            config: RunnableConfig = {"configurable": {"thread_id": thread_id, "checkpoint_ns": ns}}
+            stored = await self._saver.aput(
+                config, item.checkpoint, item.metadata, dict(item.checkpoint["channel_versions"])
+            )
+            await put_pending_writes(self._saver, stored, item.pending_writes or [])

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any, TypeVar, cast
@@ -20,6 +20,7 @@ from langgraph.checkpoint.base import (
     Checkpoint,
     CheckpointMetadata,
     CheckpointTuple,
+    DeltaChannelHistory,
 )
 from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
 from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
@@ -67,6 +68,13 @@ class OutageTolerantPostgresSaver(AsyncPostgresSaver):
     async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
         base = AsyncPostgresSaver.aget_tuple
         return await self._retrying("read", lambda: base(self, config))
+
+    async def aget_delta_channel_history(
+        self, *, config: RunnableConfig, channels: Sequence[str]
+    ) -> Mapping[str, DeltaChannelHistory]:
+        """The writes a ``delta``-mode read replays (``checkpoints.mode``): a read too."""
+        base = AsyncPostgresSaver.aget_delta_channel_history
+        return await self._retrying("read", lambda: base(self, config=config, channels=channels))
 
     async def aput(
         self,
@@ -158,8 +166,21 @@ async def copy_thread(saver: Saver, source: str, target: str) -> None:
         stored = await saver.aput(
             config, item.checkpoint, metadata, dict(item.checkpoint["channel_versions"])
         )
-        by_task: dict[str, list[tuple[str, Any]]] = {}
-        for task_id, channel, value in item.pending_writes or []:
-            by_task.setdefault(task_id, []).append((channel, value))
-        for task_id, writes in by_task.items():
-            await saver.aput_writes(stored, writes, task_id)
+        await put_pending_writes(saver, stored, item.pending_writes or [])
+
+
+async def put_pending_writes(
+    saver: Saver, config: RunnableConfig, pending: Sequence[tuple[str, str, Any]]
+) -> None:
+    """Store a checkpoint's pending writes (as a saver lists them) under ``config``.
+
+    A saver lists them in the order a step applies them (by task path, task id, index) but
+    does not give the task paths back; each task gets one that sorts in the listed order, so
+    a replay of the copy (the ``delta`` checkpoint mode rebuilds ``messages`` from the
+    writes) applies them in the same order as the original.
+    """
+    by_task: dict[str, list[tuple[str, Any]]] = {}
+    for task_id, channel, value in pending:
+        by_task.setdefault(task_id, []).append((channel, value))
+    for position, (task_id, writes) in enumerate(by_task.items()):
+        await saver.aput_writes(config, writes, task_id, f"~copy:{position:06d}")

@@ -24,6 +24,23 @@ class ThreadNotFound(StoreError):
         self.thread_id = thread_id
 
 
+class CheckpointModeMismatch(StoreError):
+    """The thread's checkpoints were written in the other checkpoint mode: this server would
+    misread them, so it refuses the thread."""
+
+    code = "checkpoint_mode_mismatch"
+
+    def __init__(self, thread_id: str, thread_mode: str, server_mode: str) -> None:
+        super().__init__(
+            f"thread {thread_id} was created in checkpoint mode '{thread_mode}' and this "
+            f"server runs checkpoints.mode '{server_mode}': it refuses the thread rather "
+            f"than misread its checkpoints (serve it from a server in '{thread_mode}' mode)"
+        )
+        self.thread_id = thread_id
+        self.thread_mode = thread_mode
+        self.server_mode = server_mode
+
+
 class RunConflict(StoreError):
     """The thread already has an active run and the request may not wait for it."""
 

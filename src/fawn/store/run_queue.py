@@ -21,8 +21,9 @@ from sqlalchemy import exc as sa_exc
 from sqlalchemy.ext.asyncio import AsyncConnection
 from sqlalchemy.orm import aliased
 
+from fawn.config.settings import CheckpointMode
 from fawn.store.database import Database
-from fawn.store.errors import RunConflict, StoreError, ThreadNotFound
+from fawn.store.errors import CheckpointModeMismatch, RunConflict, StoreError, ThreadNotFound
 from fawn.store.receipts import DeliveryReceipt, backfill_receipts, write_receipt
 from fawn.store.runs import (
     ACTIVE,
@@ -184,8 +185,13 @@ async def _mark(conn: AsyncConnection, run: RunRecord, action: CancelAction, now
 
 
 class RunQueue:
-    def __init__(self, db: Database) -> None:
+    """Admission, claims and endings of runs. ``checkpoint_mode`` is the server's: threads
+    it creates are recorded in it, and it neither admits nor claims runs of threads created
+    in the other mode (they would misread the checkpoints)."""
+
+    def __init__(self, db: Database, checkpoint_mode: CheckpointMode = "full") -> None:
         self._db = db
+        self._mode: CheckpointMode = checkpoint_mode
 
     # -- admission ---------------------------------------------------------------------
 
@@ -281,6 +287,10 @@ class RunQueue:
             )
             if (await conn.execute(reached)).first() is None:
                 raise ThreadNotFound(thread_id)  # another owner's thread is not found
+            if thread._mapping["checkpoint_mode"] != self._mode:
+                raise CheckpointModeMismatch(
+                    thread_id, thread._mapping["checkpoint_mode"], self._mode
+                )
             return thread
         if create is None:
             raise ThreadNotFound(thread_id)
@@ -297,6 +307,7 @@ class RunQueue:
                 interrupts={},
                 error=None,
                 user_id=scope.user_id,
+                checkpoint_mode=self._mode,
             )
         )
         created = await lock_thread(conn, thread_id, self._db.is_postgres)
@@ -314,9 +325,15 @@ class RunQueue:
             earlier.c.status.in_(ACTIVE),
             or_(earlier.c.status == "running", earlier.c.seq < runs.c.seq),
         )
+        same_mode = select(threads.c.thread_id).where(threads.c.checkpoint_mode == self._mode)
         query = (
             select(runs)
-            .where(runs.c.status == "pending", runs.c.cancel_action.is_(None), ~blocked)
+            .where(
+                runs.c.status == "pending",
+                runs.c.cancel_action.is_(None),
+                ~blocked,
+                runs.c.thread_id.in_(same_mode),
+            )
             .order_by(runs.c.created_at, runs.c.seq)
             .limit(limit)
         )

@@ -36,6 +36,8 @@ threads = Table(
     Column("user_id", String(255), nullable=False, server_default="default"),
     # the last position (``runs.seq``) given to a run of the thread: never reused
     Column("run_seq", Integer, nullable=False, server_default="0"),
+    # the checkpoint mode (``checkpoints.mode``) the thread was created in: full or delta
+    Column("checkpoint_mode", String(8), nullable=False, server_default="full"),
     Index("ix_threads_user_created", "user_id", "created_at"),
 )
 

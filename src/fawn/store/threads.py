@@ -13,8 +13,9 @@ from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.sql import Select, literal
 
+from fawn.config.settings import CheckpointMode
 from fawn.store.database import Database
-from fawn.store.errors import ThreadExists
+from fawn.store.errors import CheckpointModeMismatch, ThreadExists
 from fawn.store.scope import DEFAULT_USER, Scope
 from fawn.store.tables import threads
 from fawn.store.types import utcnow
@@ -37,10 +38,21 @@ class ThreadRecord:
     error: Any = None
     #: the owner; server-owned, not part of the SDK's ``Thread``
     user_id: str = DEFAULT_USER
+    #: the checkpoint mode the thread was created in; server-owned, not part of ``Thread``
+    checkpoint_mode: CheckpointMode = "full"
 
     def as_dict(self) -> dict[str, Any]:
         """The SDK's ``Thread`` fields by name, in its order (values not copied)."""
-        return {f.name: getattr(self, f.name) for f in fields(self) if f.name != "user_id"}
+        return {f.name: getattr(self, f.name) for f in fields(self) if f.name not in _SERVER}
+
+    def require_mode(self, mode: CheckpointMode) -> None:
+        """Refuse a thread whose checkpoints were written in another mode than ``mode``."""
+        if self.checkpoint_mode != mode:
+            raise CheckpointModeMismatch(self.thread_id, self.checkpoint_mode, mode)
+
+
+#: fields of the record that are the server's, not the SDK ``Thread``'s
+_SERVER = frozenset({"user_id", "checkpoint_mode"})
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -77,12 +89,16 @@ def _record(row: Row[Any]) -> ThreadRecord:
         interrupts=m["interrupts"] or {},
         error=m["error"],
         user_id=m["user_id"],
+        checkpoint_mode=m["checkpoint_mode"],
     )
 
 
 class ThreadRepository:
-    def __init__(self, db: Database) -> None:
+    """Thread rows; a thread created here is recorded in ``checkpoint_mode`` (the server's)."""
+
+    def __init__(self, db: Database, checkpoint_mode: CheckpointMode = "full") -> None:
         self._db = db
+        self.checkpoint_mode: CheckpointMode = checkpoint_mode
 
     async def create(
         self,
@@ -106,11 +122,16 @@ class ThreadRepository:
             values=None,
             interrupts={},
             user_id=scope.user_id,
+            checkpoint_mode=self.checkpoint_mode,
         )
         try:
             async with self._db.engine.begin() as conn:
                 await conn.execute(
-                    insert(threads).values(**record.as_dict(), user_id=record.user_id)
+                    insert(threads).values(
+                        **record.as_dict(),
+                        user_id=record.user_id,
+                        checkpoint_mode=record.checkpoint_mode,
+                    )
                 )
         except IntegrityError:
             if if_exists == "do_nothing":

@@ -118,7 +118,8 @@ async def get_thread(
             f"include: unknown field(s) {', '.join(unknown)}; supported: ttl", field="include"
         )
     scope = await caller.scope("threads", "read", {"thread_id": thread_id})
-    return JSON(thread_json(await services.threads.get(thread_id, scope=scope), include=fields))
+    record = await services.threads.get(thread_id, scope=scope, checkpoints=False)
+    return JSON(thread_json(record, include=fields))
 
 
 @router.patch("/threads/{thread_id}")
@@ -143,7 +144,7 @@ async def patch_thread(
 @router.delete("/threads/{thread_id}", status_code=204)
 async def delete_thread(thread_id: str, services: ServicesDep, caller: CallerDep) -> Response:
     scope = await caller.scope("threads", "delete", {"thread_id": thread_id})
-    await services.threads.get(thread_id, scope=scope)
+    await services.threads.get(thread_id, scope=scope, checkpoints=False)
     await services.runs.delete_thread(thread_id)
     return Response(status_code=204)
 
