@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import httpx
 import pytest
 from langgraph_sdk.client import LangGraphClient
 
@@ -141,6 +142,68 @@ async def test_the_changes_route_shows_the_lead_agents_file_work(
         "deleted": body["deleted"],
     }
     assert [e["kind"] for e in journal][-2:] == ["workspace_changes", "run_finished"]
+    await _check_deerflow_shape(server, tid, rid, body)
+
+
+def _deerflow_file(change: dict[str, Any], status: str, root: str, **rest: Any) -> dict[str, Any]:
+    return {
+        "path": change["path"],
+        "root": root,
+        "status": status,
+        "binary": False,
+        "sensitive": False,
+        "size_before": change["size_before"],
+        "size_after": change["size_after"],
+        "sha256_before": None,
+        "sha256_after": None,
+        "diff": change["diff"] or "",
+        "diff_truncated": False,
+        "diff_unavailable_reason": None,
+        "symlink": False,
+        "symlink_target_before": None,
+        "symlink_target_after": None,
+        **rest,
+    }
+
+
+async def _check_deerflow_shape(
+    server: LiveServer, tid: str, rid: str, body: dict[str, Any]
+) -> None:
+    """DeerFlow's web app reads the same changes from ``…/workspace-changes``."""
+    (new_py, report), (logo, notes), (old,) = body["added"], body["modified"], body["deleted"]
+    files = [
+        _deerflow_file(new_py, "created", "workspace", additions=1, deletions=0),
+        _deerflow_file(report, "created", "outputs", additions=1, deletions=0),
+        _deerflow_file(
+            logo,
+            "modified",
+            "workspace",
+            binary=True,
+            diff_unavailable_reason="binary",
+            additions=0,
+            deletions=0,
+        ),
+        _deerflow_file(notes, "modified", "workspace", additions=1, deletions=1),
+        _deerflow_file(old, "deleted", "workspace", additions=0, deletions=1),
+    ]
+    summary = {
+        "created": 2,
+        "modified": 2,
+        "deleted": 1,
+        "symlink_created": 0,
+        "additions": 3,
+        "deletions": 2,
+        "truncated": False,
+    }
+    url = f"/api/threads/{tid}/runs/{rid}/workspace-changes"
+    async with httpx.AsyncClient(base_url=server.url, timeout=30) as http:
+        full = await http.get(url)
+        no_diff = await http.get(url, params={"include_diff": "false"})
+        no_files = await http.get(url, params={"include_files": "false"})
+    expected = {"available": True, "version": 1, "summary": summary, "limits": {}}
+    assert (full.status_code, full.json()) == (200, {**expected, "files": files})
+    assert no_diff.json() == {**expected, "files": [{**f, "diff": ""} for f in files]}
+    assert no_files.json() == {**expected, "files": []}
 
 
 async def test_an_unpresented_output_ends_delivery_incomplete_naming_it(

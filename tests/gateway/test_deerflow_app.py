@@ -8,6 +8,7 @@ from typing import Any
 
 import httpx
 import pytest
+from langgraph_sdk import get_client
 
 from tests.runs.runs_helpers import ANY_ISO, ANY_UUID, human, script, user
 from tests.support.live import LiveServer
@@ -250,3 +251,30 @@ async def test_a_thread_is_pinned_by_patching_its_metadata(server: LiveServer) -
     assert tid in [t["thread_id"] for t in found]
     assert missing.status_code == 404
     assert malformed.status_code == 422
+
+
+async def test_the_langgraph_api_answers_under_api_as_deerflows_gateway_serves_it(
+    server: LiveServer, stub: Any, key: str
+) -> None:
+    """DeerFlow's app reaches the LangGraph API through its own proxy at ``/api/langgraph``,
+    which its gateway serves at ``/api``: the stock SDK works there, on the same records."""
+    script(stub, key, {"content": "under api"})
+    client = get_client(url=f"{server.url}/api", timeout=60)
+    root = get_client(url=server.url, timeout=60)
+    try:
+        thread = await client.threads.create(metadata={"k": key})
+        tid = thread["thread_id"]
+        answer = await client.runs.wait(tid, "lead_agent", input=user(key))
+        assert isinstance(answer, dict)
+        assert [m["content"] for m in answer["messages"]] == [key, "under api"]
+        found = await client.threads.search(metadata={"k": key})
+        assert [t["thread_id"] for t in found] == [tid]
+        assert (await root.threads.get_state(tid)) == (await client.threads.get_state(tid))
+        assert [r["run_id"] for r in await client.runs.list(tid)] == [
+            r["run_id"] for r in await root.runs.list(tid)
+        ]
+        async with httpx.AsyncClient(base_url=server.url, timeout=60) as http:
+            assert (await http.get("/openapi.json")).json()["paths"].get("/api/threads") is None
+    finally:
+        await client.aclose()
+        await root.aclose()

@@ -80,13 +80,14 @@ THREAD_BODIES = [
 ]
 
 
+@pytest.mark.parametrize("prefix", ["", "/api"])  # the LangGraph API, also where DeerFlow's is
 @pytest.mark.parametrize(("text", "detail"), THREAD_BODIES)
 async def test_thread_create_refuses_unstorable_values_and_stores_nothing(
-    server: LiveServer, text: str, detail: str
+    server: LiveServer, text: str, detail: str, prefix: str
 ) -> None:
     marker = uuid.uuid4().hex
     async with httpx.AsyncClient(base_url=server.url) as http:
-        response = await post_raw(http, "/threads", text.replace("{marker}", marker))
+        response = await post_raw(http, f"{prefix}/threads", text.replace("{marker}", marker))
         assert (response.status_code, response.json()) == (422, problem(detail, "invalid_input"))
         assert await threads_with(http, {"m": marker}) == []
 

@@ -13,7 +13,7 @@ from fawn.gateway.auth import routes as auth_routes
 from fawn.gateway.auth.exposure import exposure_problem
 from fawn.gateway.edge import edge_middleware
 from fawn.gateway.errors import install_error_handlers
-from fawn.gateway.openapi import install_openapi
+from fawn.gateway.openapi import LANGGRAPH_UNDER_API, install_openapi
 from fawn.gateway.routers import (
     assistants,
     deerflow_app,
@@ -60,6 +60,12 @@ def create_app(config: AppConfig) -> FastAPI:
         app.include_router(module.router)
     app.include_router(files.router)
     app.include_router(deerflow_app.router)
+    # DeerFlow's gateway serves the LangGraph API under /api as well, and DeerFlow's web app
+    # reaches it there through its own proxy (same origin, so its session cookie goes along):
+    # the same operations once more under LANGGRAPH_UNDER_API, left out of the document (the
+    # edge checks their bodies as the operations they mirror)
+    for module in (assistants, threads, thread_stream, thread_protocol, runs):
+        app.include_router(module.router, prefix=LANGGRAPH_UNDER_API, include_in_schema=False)
     app.include_router(models.router)
     app.include_router(run_events.router)
     app.include_router(unsupported.router)

@@ -28,6 +28,10 @@ from fawn.gateway.auth.paths import AUTH_PREFIX, is_public
 from fawn.gateway.messages import Message
 from fawn.runs.spec import MAX_CONCURRENT_SUBAGENTS, MODES
 
+#: where the LangGraph API is served a second time, as DeerFlow's gateway serves it (its web
+#: app's proxy sends it there); those routes are not in the document
+LANGGRAPH_UNDER_API = "/api"
+
 
 class ErrorBody(BaseModel):
     """Every error response: a message, a stable code, and whether retrying may succeed."""

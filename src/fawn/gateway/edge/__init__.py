@@ -29,7 +29,7 @@ from fawn.gateway.auth.middleware import IdentityMiddleware
 from fawn.gateway.edge.body import BodyKind, BodyKinds, RequestBodyGuard
 from fawn.gateway.edge.hosts import HostAllowlist
 from fawn.gateway.edge.origin import CrossSiteGuard
-from fawn.gateway.openapi import Operation, operations
+from fawn.gateway.openapi import LANGGRAPH_UNDER_API, Operation, operations
 
 #: Response headers a browser page may read (pagination and run locations).
 EXPOSED_HEADERS = ["Content-Location", "Location", "X-Pagination-Total", "X-Pagination-Next"]
@@ -80,6 +80,9 @@ def body_kinds(openapi: Callable[[], dict[str, Any]]) -> BodyKinds:
 
     def kind(method: str, path: str) -> BodyKind | None:
         found = [op for op in declared() if op.method == method and op.pattern.match(path)]
+        if not found and path.startswith(f"{LANGGRAPH_UNDER_API}/"):  # the mirrored operations
+            mirrored = path.removeprefix(LANGGRAPH_UNDER_API)
+            found = [op for op in declared() if op.method == method and op.pattern.match(mirrored)]
         if not found:
             return None
         if any(op.multipart for op in found):
