@@ -24,7 +24,6 @@ from tests.evidence.evidence_helpers import (
     wait_until,
     write,
 )
-from tests.runs.runs_helpers import slow_turn
 from tests.support.live import LiveServer
 from tests.support.openai_stub import StubServerThread
 
@@ -58,6 +57,11 @@ def big_workspace(root: Path) -> None:
     (root / "outputs" / "kept.md").write_text("# Kept\n")
 
 
+#: the answer a run is stopped in: the model takes this long before it starts (a run that
+#: nobody streams asks for its answer whole, so a streamed turn's pacing would not hold it)
+STOP_IN = {"content": "too late", "delay": 60}
+
+
 def file_work(key: str) -> list[dict[str, object]]:
     """Three changes (an edit, a deletion, a creation), then a long answer to stop in."""
     return [
@@ -69,7 +73,7 @@ def file_work(key: str) -> list[dict[str, object]]:
                 write(f"{OUT}/new.md", f"# New {key}\n"),
             ]
         },
-        slow_turn(200, 0.05),
+        STOP_IN,
     ]
 
 
@@ -156,7 +160,7 @@ async def test_rollback_removes_what_the_run_planted_without_following_links(
         key,
         [
             {"tool_calls": [bash(f"rm -r {WS}/docs && mkdir {WS}/made && echo x > {WS}/made/y")]},
-            slow_turn(200, 0.05),
+            STOP_IN,
         ],
     )
     run = await lg.runs.create(tid, "lead_agent", input=user(key))
