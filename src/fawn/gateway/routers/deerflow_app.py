@@ -29,6 +29,7 @@ from fawn.gateway.responses import JSON
 from fawn.gateway.schemas import MAX_OFFSET
 from fawn.gateway.services import Services
 from fawn.runs.errors import NotFound, NotSupported
+from fawn.store.threads import ThreadRecord
 
 router = APIRouter(tags=["deerflow"])
 
@@ -224,15 +225,22 @@ async def thread(thread_id: str, services: ServicesDep, caller: CallerDep) -> Re
     record = await _reach(services, caller, thread_id, "read")
     return JSON(
         {
-            "thread_id": record.thread_id,
-            "status": record.status,
-            "created_at": record.created_at,
-            "updated_at": record.updated_at,
-            "metadata": record.metadata,
+            **_thread_json(record),
             "values": record.values or {},
             "interrupts": record.interrupts or {},
         }
     )
+
+
+def _thread_json(record: ThreadRecord) -> dict[str, Any]:
+    """A thread as DeerFlow's gateway answers it (without its state)."""
+    return {
+        "thread_id": record.thread_id,
+        "status": record.status,
+        "created_at": record.created_at,
+        "updated_at": record.updated_at,
+        "metadata": record.metadata,
+    }
 
 
 class ThreadMetadataPatch(BaseModel):
@@ -252,15 +260,7 @@ async def patch_thread(
     }
     scope = await caller.scope("threads", "update", value)
     record = await services.threads.update_metadata(thread_id, value["metadata"], scope=scope)
-    return JSON(
-        {
-            "thread_id": record.thread_id,
-            "status": record.status,
-            "created_at": record.created_at,
-            "updated_at": record.updated_at,
-            "metadata": record.metadata,
-        }
-    )
+    return JSON(_thread_json(record))
 
 
 @router.delete("/api/threads/{thread_id}")
