@@ -198,6 +198,17 @@ async def test_three_tasks_run_concurrently_a_fourth_is_refused_and_progress_str
         finished["usage_by_agent"]["lead"]["total_tokens"]
         + finished["usage_by_agent"]["subagents"]["total_tokens"]
     )
+    # DeerFlow's app reads the same split from the thread's token usage
+    async with httpx.AsyncClient(base_url=sqlite_server.url, timeout=30) as http:
+        usage = (await http.get(f"/api/threads/{tid}/token-usage")).json()
+    assert (usage["total_tokens"], usage["by_caller"]) == (
+        finished["usage"]["total_tokens"],
+        {
+            "lead_agent": finished["usage_by_agent"]["lead"]["total_tokens"],
+            "subagent": finished["usage_by_agent"]["subagents"]["total_tokens"],
+            "middleware": 0,
+        },
+    )
 
 
 class _AnyStr:

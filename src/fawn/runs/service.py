@@ -121,6 +121,16 @@ class RunService:
         await self.get(thread_id, run_id)
         return await self._runs.events(run_id)
 
+    async def usage_by_agent(self, runs: Sequence[RunRecord]) -> dict[str, tuple[int, int]]:
+        """Each finished run's tokens as (lead agent, sub-agents), from its journal."""
+        finished = await self._runs.finished_entries([r.run_id for r in runs])
+        split: dict[str, tuple[int, int]] = {}
+        for run in runs:
+            by_agent = (finished.get(run.run_id) or {}).get("usage_by_agent") or {}
+            sub = int((by_agent.get("subagents") or {}).get("total_tokens") or 0)
+            split[run.run_id] = (max(run.usage.total_tokens - sub, 0), sub)
+        return split
+
     async def list_page(
         self, thread_id: str, *, limit: int, offset: int, status: RunStatus | None
     ) -> tuple[list[RunRecord], int]:

@@ -170,6 +170,17 @@ class RunRepository:
             rows = (await conn.execute(query.order_by(runs.c.created_at, runs.c.seq))).all()
         return [run_record(r) for r in rows]
 
+    async def finished_entries(self, run_ids: Sequence[str]) -> dict[str, dict[str, Any]]:
+        """The ``run_finished`` journal entry's data of each of ``run_ids`` that has one."""
+        if not run_ids:
+            return {}
+        query = select(run_events.c.run_id, run_events.c.data).where(
+            run_events.c.run_id.in_(list(run_ids)), run_events.c.kind == "run_finished"
+        )
+        async with self._db.connect() as conn:
+            rows = (await conn.execute(query)).all()
+        return {str(r[0]): dict(r[1] or {}) for r in rows}
+
     async def events(self, run_id: str) -> list[RunEventEntry]:
         query = select(run_events).where(run_events.c.run_id == run_id).order_by(run_events.c.seq)
         async with self._db.connect() as conn:

@@ -328,9 +328,9 @@ async def _message_rows(services: Services, thread_id: str, scope: Any) -> list[
 
 @router.get("/api/threads/{thread_id}/token-usage")
 async def token_usage(thread_id: str, services: ServicesDep, caller: CallerDep) -> Response:
-    """Token usage of the thread's runs, as their records counted it (every model call of a
-    run, the agent's and its middleware's, is the lead agent's here: fawn does not split
-    them by caller)."""
+    """Token usage of the thread's runs, as their records counted it, split between the lead
+    agent and its sub-agents (the middleware's own model calls, a title or a summary, count
+    as the lead agent's: fawn does not tell them apart)."""
     await _reach(services, caller, thread_id, "read")
     runs, _ = await services.runs.list_page(thread_id, limit=1000, offset=0, status=None)
     default_model = services.config.models[0].name if services.config.models else "default"
@@ -341,6 +341,8 @@ async def token_usage(thread_id: str, services: ServicesDep, caller: CallerDep) 
         entry["tokens"] += run.usage.total_tokens
         entry["runs"] += 1
     total = sum(r.usage.total_tokens for r in runs)
+    split = await services.runs.usage_by_agent(runs)
+    subagents = sum(sub for _lead, sub in split.values())
     return JSON(
         {
             "thread_id": thread_id,
@@ -349,7 +351,7 @@ async def token_usage(thread_id: str, services: ServicesDep, caller: CallerDep) 
             "total_output_tokens": sum(r.usage.completion_tokens for r in runs),
             "total_runs": len(runs),
             "by_model": by_model,
-            "by_caller": {"lead_agent": total, "subagent": 0, "middleware": 0},
+            "by_caller": {"lead_agent": total - subagents, "subagent": subagents, "middleware": 0},
             "context_usage": None,
         }
     )
