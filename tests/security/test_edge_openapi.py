@@ -35,11 +35,6 @@ MAX_EXAMPLES = 4
 SEED = 1
 
 
-@pytest.mark.skip(
-    reason="known findings, open in issue 7: uploads beyond uploads.max_files answer 413, which "
-    "schemathesis does not count as a refusal once the document states maxItems; the thread "
-    "protocol's `since` is still documented without its lower bound of 0"
-)
 @pytest.mark.timeout(1500)
 def test_schemathesis_finds_nothing(make_server: Callable[..., LiveServer], tmp_path: Path) -> None:
     live = make_server()
