@@ -40,32 +40,42 @@ def test_schemathesis_finds_nothing(make_server: Callable[..., LiveServer], tmp_
     live = make_server()
     cli = shutil.which("schemathesis", path=str(Path(sys.executable).parent))
     assert cli is not None, "schemathesis is a dev dependency (pip install -e '.[dev]')"
-    result = subprocess.run(
-        [
-            cli,
-            "run",
-            f"{live.url}/openapi.json",
-            "--checks",
-            "all",
-            "--phases",
-            "examples,coverage,fuzzing",
-            "--max-examples",
-            str(MAX_EXAMPLES),
-            "--seed",
-            str(SEED),
-            "--workers",
-            "2",
-            "--no-shrink",
-            "--generation-database",
-            "none",
-            "--no-color",
-            "--request-timeout",
-            "60",
-        ],
-        capture_output=True,
-        text=True,
-        cwd=tmp_path,
-        timeout=1400,
-        check=False,
-    )
+    try:
+        result = subprocess.run(
+            [
+                cli,
+                "run",
+                f"{live.url}/openapi.json",
+                "--checks",
+                "all",
+                "--phases",
+                "examples,coverage,fuzzing",
+                "--max-examples",
+                str(MAX_EXAMPLES),
+                "--seed",
+                str(SEED),
+                "--workers",
+                "2",
+                "--no-shrink",
+                "--generation-database",
+                "none",
+                "--no-color",
+                "--request-timeout",
+                "60",
+            ],
+            capture_output=True,
+            text=True,
+            cwd=tmp_path,
+            timeout=1400,
+            check=False,
+        )
+    except subprocess.TimeoutExpired as expired:  # what it found so far, and where it was
+        pytest.fail(f"schemathesis ran out of time:\n{_text(expired.stdout)[-20_000:]}")
     assert result.returncode == 0, result.stdout[-20_000:] + result.stderr[-5_000:]
+
+
+def _text(output: str | bytes | None) -> str:
+    """What a timed-out child wrote (bytes, whatever ``text=True`` asked)."""
+    if isinstance(output, bytes):
+        return output.decode("utf-8", "replace")
+    return output or ""
