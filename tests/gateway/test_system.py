@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 import httpx
 
@@ -18,8 +18,29 @@ async def test_ok_info_and_openapi(server: LiveServer) -> None:
     assert (ok.status_code, ok.json()) == (200, {"ok": True})
     assert info.status_code == 200
     assert set(info.json()) == {"version", "langgraph_py_version", "flags"}
-    paths = set(spec.json()["paths"])
-    assert {"/threads", "/threads/search", "/threads/{thread_id}/runs/stream", "/ok"} <= paths
+    document = spec.json()
+    assert {"/threads", "/threads/search", "/threads/{thread_id}/runs/stream", "/ok"} <= set(
+        document["paths"]
+    )
+    # the thread protocol's cursors, as the server holds them (0 to 2^53 - 1)
+    stream = document["components"]["schemas"]["EventStreamRequest"]["properties"]
+    for name in ("since", "depth"):
+        bounded = [s for s in stream[name]["anyOf"] if s.get("type") == "integer"]
+        assert bounded == [{"type": "integer", "minimum": 0, "maximum": 2**53 - 1}], name
+    # pydantic's own constraint names are not JSON Schema: no validator reads them
+    assert not set(_keys(document)) & {"ge", "gt", "le", "lt"}
+
+
+def _keys(schema: object) -> Iterator[str]:
+    """Every key of every object in ``schema`` (but property names)."""
+    if isinstance(schema, list):
+        for item in schema:
+            yield from _keys(item)
+    elif isinstance(schema, dict):
+        for key, value in schema.items():
+            if key != "properties":
+                yield key
+            yield from _keys(list(value.values()) if key == "properties" else value)
 
 
 async def test_unknown_route_is_404_with_detail(server: LiveServer) -> None:

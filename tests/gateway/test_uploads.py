@@ -351,9 +351,11 @@ def limited(
         live.stop()
 
 
-async def test_too_many_files_is_413_and_saves_none(limited: LiveServer) -> None:
+async def test_too_many_files_is_422_and_saves_none(limited: LiveServer) -> None:
+    """A refusal of the request's shape (the document's ``maxItems``), not of its size."""
     async with httpx.AsyncClient(base_url=limited.url) as http:
         tid = await new_thread(http)
+        document = (await http.get("/openapi.json")).json()
         response = await http.post(
             f"/api/threads/{tid}/uploads",
             files=[("files", (f"f{i}.txt", b"x")) for i in range(3)],
@@ -363,11 +365,15 @@ async def test_too_many_files_is_413_and_saves_none(limited: LiveServer) -> None
             files=[("files", (f"g{i}.txt", b"x")) for i in range(2)],
         )
     assert (response.status_code, response.json()) == (
-        413,
+        422,
         problem("too many files: at most 2 per request (uploads.max_files)", "too_many_files"),
     )
     assert at_limit.status_code == 200
     assert sorted(os.listdir(uploads_dir(limited, tid))) == ["g0.txt", "g1.txt"]
+    upload = document["paths"]["/api/threads/{thread_id}/uploads"]["post"]
+    files = upload["requestBody"]["content"]["multipart/form-data"]["schema"]["properties"]
+    assert files["files"]["maxItems"] == 2
+    assert {"413", "422"} <= set(upload["responses"])
 
 
 @pytest.mark.parametrize("size", [1001, 5000, 3 * 1024 * 1024])

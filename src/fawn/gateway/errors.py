@@ -88,7 +88,8 @@ STATUS_BY_CODE: dict[str, int] = {
     # limits
     "request_too_large": 413,
     "upload_too_large": 413,
-    "too_many_files": 413,
+    # more parts than the document's maxItems: a refusal of the request's shape, not its size
+    "too_many_files": 422,
     # infrastructure, or this worker shutting down: try again later
     "sandbox_unavailable": 503,
     "store_unavailable": 503,

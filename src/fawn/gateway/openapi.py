@@ -216,7 +216,7 @@ def build_document(app: FastAPI) -> dict[str, Any]:
 
 
 def _limit_uploads(app: FastAPI, document: dict[str, Any]) -> None:
-    """The upload routes take at most ``uploads.max_files`` files a request (413 beyond)."""
+    """The upload routes take at most ``uploads.max_files`` files a request (422 beyond)."""
     services = getattr(app.state, "services", None)
     if services is None:
         return

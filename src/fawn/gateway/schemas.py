@@ -42,8 +42,15 @@ def _integral(value: Any) -> Any:
     return int(value) if isinstance(value, float) and value.is_integer() else value
 
 
-#: An integer as JSON Schema means it.
+#: An integer as JSON Schema means it. Bound it with ``Field`` as the field's default
+#: (``x: JsonInt = Field(ge=0)``), or use :data:`JsonCount`: ``Annotated[JsonInt, Field(ge=0)]``
+#: enforces the bound but documents it under pydantic's own name (``ge``), which no JSON
+#: Schema reader knows.
 JsonInt = Annotated[int, BeforeValidator(_integral)]
+
+#: A count or position from 0 to 2^53 - 1 (the bounds apply to the ``int`` itself, before the
+#: validator wraps it, so the schema states them as ``minimum`` and ``maximum``).
+JsonCount = Annotated[int, Field(ge=0, le=MAX_OFFSET), BeforeValidator(_integral)]
 
 
 class Body(BaseModel):

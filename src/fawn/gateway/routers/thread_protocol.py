@@ -28,7 +28,7 @@ from fawn.gateway.auth.deps import CallerDep
 from fawn.gateway.deps import ServicesDep
 from fawn.gateway.responses import JSON
 from fawn.gateway.routers.runs import admit_run
-from fawn.gateway.schemas import Body, JsonInt, ThreadRunCreate
+from fawn.gateway.schemas import Body, JsonCount, JsonInt, ThreadRunCreate
 from fawn.gateway.services import Services
 from fawn.gateway.sse import ReleasableStream
 from fawn.gateway.thread_protocol import (
@@ -80,8 +80,8 @@ class EventStreamRequest(Body):
 
     channels: list[Channel] = Field(min_length=1)
     namespaces: list[list[str]] | None = None
-    depth: Annotated[JsonInt, Field(ge=0, le=2**53 - 1)] | None = None
-    since: Annotated[JsonInt, Field(ge=0, le=2**53 - 1)] | None = None
+    depth: JsonCount | None = None
+    since: JsonCount | None = None
 
 
 class CommandFailed(Exception):
