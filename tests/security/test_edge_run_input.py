@@ -130,3 +130,24 @@ async def test_accepted_shapes_run(server: LiveServer, key: str, messages: Any) 
         assert response.status_code == 200, response.text
         runs = (await http.get(f"/threads/{thread['thread_id']}/runs")).json()
         assert [r["status"] for r in runs] == ["success"]
+
+
+@pytest.mark.parametrize("given", [["a", "b"], {"id": "x"}, 5, True])
+async def test_a_checkpoint_id_that_is_not_text_is_refused_and_no_run_exists(
+    server: LiveServer, given: Any
+) -> None:
+    """Found by schemathesis: a list as ``config.configurable.checkpoint_id`` was admitted and
+    the run failed inside the checkpointer (the database cannot bind a list)."""
+    async with httpx.AsyncClient(base_url=server.url) as http:
+        thread = await new_thread(http)
+        response = await http.post(
+            f"/threads/{thread['thread_id']}/runs",
+            json={
+                "assistant_id": "lead_agent",
+                "input": {"messages": [{"role": "user", "content": "hi"}]},
+                "config": {"configurable": {"checkpoint_id": given}},
+            },
+        )
+        detail = "config.configurable.checkpoint_id must be a string (a checkpoint's id)"
+        assert (response.status_code, response.json()) == (422, problem(detail, "invalid_input"))
+        await assert_thread_untouched(http, thread)

@@ -55,12 +55,14 @@ _DESCRIPTIONS = {
     416: "Range not satisfiable",
     422: "Invalid request: the message names the field",
     429: "Too many failed sign-in attempts; retry after Retry-After seconds",
-    502: "The identity provider failed the sign-in",
+    502: "An upstream service failed: the identity provider (sign-in) or the model (input "
+    "polish, compaction); retryable",
     503: "A backend (database, stream) is unavailable; retry after Retry-After seconds",
 }
 
 _UNSAFE = frozenset({"post", "put", "patch", "delete"})
 _STATEFUL_PREFIXES = ("/threads", "/runs", "/api/threads", "/assistants/{assistant_id}/graph")
+_THREAD_ROUTES = ("/threads/{thread_id}", "/api/threads/{thread_id}")
 
 #: statuses only some operations send, by ``(method, path template)``
 _ROUTE_ERRORS: dict[tuple[str, str], tuple[int, ...]] = {
@@ -78,6 +80,9 @@ _ROUTE_ERRORS: dict[tuple[str, str], tuple[int, ...]] = {
     ("post", "/api/threads/{thread_id}/uploads"): (409,),
     ("get", "/api/threads/{thread_id}/artifacts/{path}"): (403, 416),
     ("get", "/api/threads/{thread_id}/runs/{run_id}/changes"): (409,),
+    ("post", "/api/threads/{thread_id}/branches"): (409,),
+    ("post", "/api/threads/{thread_id}/compact"): (409, 502),
+    ("post", "/api/input-polish"): (502,),
     # DeerFlow's app routes for capabilities fawn does not have: writes are not_supported
     ("post", "/api/skills/install"): (404,),
     ("delete", "/api/memory"): (404,),
@@ -102,6 +107,8 @@ def error_responses(method: str, path: str) -> dict[str, Any]:
             statuses.add(502)
     if "{" in path:
         statuses.add(404)
+    if path.startswith(_THREAD_ROUTES):
+        statuses.add(409)  # at least: a thread kept in the other checkpoint mode
     if path.startswith(_STATEFUL_PREFIXES):
         statuses.add(503)
     return {

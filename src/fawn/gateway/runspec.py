@@ -43,7 +43,13 @@ def build_spec(body: RunCreate, *, stateless: bool) -> RunSpec:
         checkpoint = body.checkpoint.model_dump(exclude_none=True)
         checkpoint.pop("thread_id", None)
     elif body.checkpoint_id or configurable.get("checkpoint_id"):
-        checkpoint = {"checkpoint_id": body.checkpoint_id or configurable["checkpoint_id"]}
+        given = body.checkpoint_id or configurable["checkpoint_id"]
+        if not isinstance(given, str):
+            raise InvalidInput(
+                "config.configurable.checkpoint_id must be a string (a checkpoint's id)",
+                field="config.configurable.checkpoint_id",
+            )
+        checkpoint = {"checkpoint_id": given}
     configurable.pop("checkpoint_id", None)
     config["configurable"] = configurable
     durability = body.durability
