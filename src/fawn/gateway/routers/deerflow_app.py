@@ -15,7 +15,8 @@ from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Query, Response
 from langchain.agents.middleware.summarization import ContextSize
-from pydantic import BaseModel, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, WithJsonSchema
+from pydantic_core import PydanticCustomError
 
 from fawn.agent.serialize import to_jsonable
 from fawn.gateway.auth.access import Caller
@@ -24,6 +25,7 @@ from fawn.gateway.auth.policy import check_model
 from fawn.gateway.branches import branch_thread
 from fawn.gateway.compaction import compact_context
 from fawn.gateway.deps import ServicesDep
+from fawn.gateway.input_polish import MAX_CHARS as MAX_DRAFT_CHARS
 from fawn.gateway.input_polish import polish
 from fawn.gateway.responses import JSON
 from fawn.gateway.schemas import MAX_OFFSET
@@ -246,6 +248,8 @@ def _thread_json(record: ThreadRecord) -> dict[str, Any]:
 class ThreadMetadataPatch(BaseModel):
     """DeerFlow's ``PATCH /api/threads/{id}`` body (the app pins a thread with it)."""
 
+    model_config = ConfigDict(extra="forbid")
+
     metadata: dict[str, Any]
 
 
@@ -367,6 +371,8 @@ def _model_of(kwargs: Mapping[str, Any]) -> str | None:
 class BranchRequest(BaseModel):
     """DeerFlow's ``ThreadBranchRequest``: the turn (its assistant messages) to branch from."""
 
+    model_config = ConfigDict(extra="forbid")
+
     message_id: str = Field(min_length=1, max_length=256)
     message_ids: list[Annotated[str, Field(max_length=256)]] = Field(
         default_factory=list, max_length=1000
@@ -393,10 +399,39 @@ async def branch(
 # -- the composer --------------------------------------------------------------------------
 
 
+def _draft(text: str) -> str:
+    if len(text) > MAX_DRAFT_CHARS:
+        raise PydanticCustomError(
+            "draft_too_long", "the draft exceeds {limit} characters", {"limit": MAX_DRAFT_CHARS}
+        )
+    if not text.strip():
+        raise PydanticCustomError("draft_empty", "the draft is empty")
+    return text
+
+
+#: what the document says of a draft: what :func:`_draft` (and the edge) accept: some text
+#: that is not only white space, without NUL, at most MAX_DRAFT_CHARS characters
+Draft = Annotated[
+    str,
+    AfterValidator(_draft),
+    WithJsonSchema(
+        {
+            "type": "string",
+            "minLength": 1,
+            "maxLength": MAX_DRAFT_CHARS,
+            # no NUL (the edge refuses it in any text), and something besides white space
+            "pattern": "^[^\\u0000]*[^\\s\\u0000][^\\u0000]*$",
+        }
+    ),
+]
+
+
 class InputPolishRequest(BaseModel):
     """DeerFlow's ``InputPolishRequest`` (``thread_id`` only names the draft's thread)."""
 
-    text: str = Field(max_length=100_000)
+    model_config = ConfigDict(extra="forbid")
+
+    text: Draft
     locale: str | None = Field(default=None, max_length=64)
     thread_id: str | None = Field(default=None, max_length=256)
 
