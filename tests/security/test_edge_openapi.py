@@ -76,6 +76,10 @@ def _schemathesis(cli: str, live: LiveServer, cwd: Path, *selection: str, timeou
         "--no-color",
         "--request-timeout",
         "60",
+        # a run's wait includes the runs queued before it on its thread (schemathesis queues
+        # many on one), so its time says how loaded the machine is: bounded as the request
+        "--max-response-time",
+        "60",
     ]
     try:
         result = subprocess.run(
