@@ -316,6 +316,25 @@ async def test_4_a_cancel_signalled_between_a_claim_and_its_registration_still_a
         assert await _steps(b, tid) == ["ok"]
 
 
+@pytest.mark.postgres
+async def test_a_run_admitted_where_a_slot_is_free_runs_there(
+    tmp_path: Path, pg_url: str, clock: FakeClock, gates: Gates
+) -> None:
+    """Peers are told of a run only once the admitting worker could not start it: told
+    before, an idle peer could claim it first, away from the client following it (found by
+    the SIGTERM fault test: a run admitted on the drained worker was running on the other)."""
+    async with _pair(tmp_path, pg_url, clock, gates, max_concurrent=20) as (a, b):
+        tids = [await a.new_thread() for _ in range(12)]
+        runs = await asyncio.gather(*(a.admit(t, f"hold:own-{i}") for i, t in enumerate(tids)))
+        admitted = list(zip(tids, runs, strict=True))
+        owners = {(await a.service.get(t, r)).owner for t, r in admitted}
+        assert owners == {a.lifecycle.worker_id}
+        for i in range(12):
+            gates.open(f"own-{i}")
+        for tid, run_id in admitted:
+            await asyncio.wait_for(a.service.result(tid, run_id), 30)
+
+
 # -- 5. the stream backend goes away ------------------------------------------------------------
 
 

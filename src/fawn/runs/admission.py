@@ -5,7 +5,9 @@ the graph does not have). The run's stream is opened first, so a stream backend 
 be reached refuses the request (503) with nothing stored; then one transaction finds or
 creates the thread, applies the multitask strategy and appends the run (a database that
 cannot be reached refuses it too, and nothing is left behind, not even a stateless run's
-temporary thread). Then the runs the strategy stopped are signalled, and the workers told.
+temporary thread). Then the runs the strategy stopped are signalled. Telling the workers
+that the queue moved (:meth:`Admission.announce`) is the caller's next step, once this
+worker tried to start the run itself (:meth:`fawn.runs.service.RunService.admit`).
 """
 
 from __future__ import annotations
@@ -131,5 +133,8 @@ class Admission:
             action: CancelAction = strategy
             await self._cancellation.apply(admitted.settled, admitted.marked, action)
         await self._wakeups.run_changed(run_id, target, "pending")
-        await self._wakeups.queue_changed(target)
         return admitted.run
+
+    async def announce(self, run: RunRecord) -> None:
+        """Tell every worker that ``run``'s thread queue has work (it did not start here)."""
+        await self._wakeups.queue_changed(run.thread_id)

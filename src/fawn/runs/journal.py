@@ -70,7 +70,7 @@ class RunJournal(BaseCallbackHandler):
         self._tool_done(run_id, "success", None)
 
     def on_tool_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
-        if isinstance(error, GraphBubbleUp):  # a tool that paused the run (an interrupt): not failed
+        if isinstance(error, GraphBubbleUp):  # paused (an interrupt), not failed
             self._tool_done(run_id, "interrupted", None)
         else:
             self._tool_done(run_id, "error", f"{type(error).__name__}: {error}")

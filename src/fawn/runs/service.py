@@ -100,10 +100,15 @@ class RunService:
             thread_metadata=thread_metadata,
             thread_stamp=thread_stamp,
         )
+        started = False
         try:
-            await self._dispatcher.start_now(run)
+            started = await self._dispatcher.start_now(run)
         except StoreError as exc:  # admitted all the same: any worker claims it later
             log.warning("run %s not started at once: %s", run.run_id, exc)
+        if not started:
+            # only now: told before this worker tried, a peer could take a run admitted here
+            # while this worker had a slot for it (away from the client that follows it)
+            await self._admission.announce(run)
         return run
 
     # -- records -------------------------------------------------------------------------
