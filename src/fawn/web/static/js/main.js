@@ -411,12 +411,15 @@ function wire() {
 
 async function start() {
   state.notice = null;
+  const before = state.conversation;
   try {
     await Promise.all([loadModels(), sidebar.load()]);
   } catch (error) {
     showError(error);
     return;
   }
+  // A chat the user started meanwhile (sending right after signing in) is theirs: keep it.
+  if (state.conversation !== before) return;
   state.conversation?.close();
   state.conversation = null;
   await route();
