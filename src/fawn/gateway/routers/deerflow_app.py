@@ -449,6 +449,8 @@ async def input_polish(
 class KeepSize(BaseModel):
     """DeerFlow's ``ContextSize`` for ``keep``: the newest messages, or tokens, to keep."""
 
+    model_config = ConfigDict(extra="forbid")
+
     type: Literal["messages", "tokens"]
     value: int = Field(ge=1, le=10_000_000)
 
@@ -456,6 +458,8 @@ class KeepSize(BaseModel):
 class CompactRequest(BaseModel):
     """DeerFlow's ``ThreadCompactRequest`` (``agent_name`` names a custom agent: fawn has
     none, so it changes nothing)."""
+
+    model_config = ConfigDict(extra="forbid")
 
     force: bool = True
     keep: KeepSize | None = None
