@@ -43,6 +43,7 @@ from fawn.store.checkpoints import open_checkpointer
 from fawn.store.database import Database
 from fawn.store.errors import StoreUnavailable
 from fawn.store.threads import ThreadRepository
+from fawn.streams.events import StreamEvent
 from fawn.streams.memory import MemoryStreamBridge
 from fawn.streams.notify import MemoryNotifier
 from fawn.testing.clock import FakeClock
@@ -246,3 +247,12 @@ def database_down(*workers: Worker) -> Iterator[None]:
     finally:
         for worker in workers:
             worker.db.down = False
+
+
+async def stream_events(worker: Worker, run_id: str) -> list[tuple[str, Any]]:
+    """The run's stream as the worker's bridge holds it: (event, data) pairs."""
+    return [
+        (item.event, item.data)
+        async for item in worker.bridge.subscribe(run_id, heartbeat_seconds=60)
+        if isinstance(item, StreamEvent)
+    ]

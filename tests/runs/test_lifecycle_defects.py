@@ -24,7 +24,7 @@ from fawn.runs.ownership import LOST_TRACK_REASON, OUTAGE_REASON
 from fawn.store.run_queue import RunQueue
 from fawn.store.threads import ThreadFilter
 from fawn.store.workers import WorkerRepository
-from fawn.streams.events import StreamEvent, StreamUnavailable
+from fawn.streams.events import StreamUnavailable
 from fawn.streams.notify import MemoryNotifier
 from fawn.testing.clock import FakeClock
 from tests.runs.lifecycle_harness import (
@@ -35,27 +35,10 @@ from tests.runs.lifecycle_harness import (
     run_spec,
     settle,
     start_worker,
+    stream_events,
 )
 
 TERMINAL = {"success", "error", "interrupted", "timeout"}
-
-
-@pytest.fixture
-def clock() -> FakeClock:
-    return FakeClock()
-
-
-@pytest.fixture
-def gates() -> Gates:
-    return Gates()
-
-
-async def _events(worker: Worker, run_id: str) -> list[tuple[str, Any]]:
-    return [
-        (item.event, item.data)
-        async for item in worker.bridge.subscribe(run_id, heartbeat_seconds=60)
-        if isinstance(item, StreamEvent)
-    ]
 
 
 async def _status(worker: Worker, thread_id: str, run_id: str) -> str:
@@ -150,7 +133,7 @@ async def test_2_completion_retries_through_a_database_outage(
             await settle(clock, 3.0)  # finalization retries, well within the tolerance
         await eventually(lambda: _is(worker, tid, run_id, "success"), clock=clock, step=0.5)
         assert await _steps(worker, tid) == ["hold:h"]
-        assert (await _events(worker, run_id))[-1] == (
+        assert (await stream_events(worker, run_id))[-1] == (
             "end",
             {"run_id": run_id, "status": "success"},
         )
@@ -180,7 +163,7 @@ async def test_2_a_finalization_that_fails_is_settled_by_the_process_itself_on_s
         await eventually(lambda: _is(worker, tid, run_id, "error"), clock=clock, step=1.0)
         record = await worker.service.get(tid, run_id)
         assert (record.stop_reason, record.error) == ("orphaned", LOST_TRACK_REASON)
-        assert (await _events(worker, run_id))[-2:] == [
+        assert (await stream_events(worker, run_id))[-2:] == [
             ("error", {"error": "RunOrphaned", "message": LOST_TRACK_REASON}),
             ("end", {"run_id": run_id, "status": "error"}),
         ]
@@ -274,7 +257,7 @@ async def test_4_a_cancel_through_another_worker_applies_without_a_renewal(
         await asyncio.wait_for(b.service.cancel_one(tid, run_id, "interrupt", wait=True), 10)
         record = await b.service.get(tid, run_id)
         assert (record.status, record.stop_reason) == ("interrupted", "cancelled")
-        assert (await _events(a, run_id))[-1] == (
+        assert (await stream_events(a, run_id))[-1] == (
             "end",
             {"run_id": run_id, "status": "interrupted"},
         )
@@ -391,7 +374,7 @@ async def test_5_a_stream_outage_during_a_run_fails_nothing_and_loses_no_event(
         await settle(clock, 2.0)  # the publisher keeps retrying
         blip.down = False
         await settle(clock, 2.0)
-        events = await _events(worker, run_id)
+        events = await stream_events(worker, run_id)
         assert [e for e, _ in events] == ["metadata", "values", "values", "end"]
         assert events[-1] == ("end", {"run_id": run_id, "status": "success"})
 
@@ -505,7 +488,7 @@ async def test_8_drain_lets_a_running_run_finish_and_ends_its_stream(
         gates.open("g8")
         await asyncio.wait_for(drain, 30)
         assert await worker.status(tid, run_id) == "success"
-        assert (await _events(worker, run_id))[-1] == (
+        assert (await stream_events(worker, run_id))[-1] == (
             "end",
             {"run_id": run_id, "status": "success"},
         )
@@ -523,7 +506,7 @@ async def test_8_drain_stops_a_run_that_outlasts_it_with_a_terminal_event(
         await asyncio.wait_for(drain, 30)
         record = await worker.service.get(tid, run_id)
         assert (record.status, record.stop_reason) == ("error", "shutdown")
-        assert (await _events(worker, run_id))[-2:] == [
+        assert (await stream_events(worker, run_id))[-2:] == [
             (
                 "error",
                 {"error": "ServerShutdown", "message": "the server shut down during the run"},

@@ -9,32 +9,12 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from fawn.runs.errors import Conflict
-from fawn.streams.events import StreamEvent
 from fawn.testing.clock import FakeClock
-from tests.runs.lifecycle_harness import Gates, Worker, start_worker
-
-
-@pytest.fixture
-def clock() -> FakeClock:
-    return FakeClock()
-
-
-@pytest.fixture
-def gates() -> Gates:
-    return Gates()
-
-
-async def _events(worker: Worker, run_id: str) -> list[tuple[str, Any]]:
-    return [
-        (item.event, item.data)
-        async for item in worker.bridge.subscribe(run_id, heartbeat_seconds=60)
-        if isinstance(item, StreamEvent)
-    ]
+from tests.runs.lifecycle_harness import Gates, start_worker, stream_events
 
 
 async def test_a_run_cancelled_before_it_starts_ends_and_frees_its_queue(
@@ -54,7 +34,7 @@ async def test_a_run_cancelled_before_it_starts_ends_and_frees_its_queue(
         statuses = [await worker.status(tid, r) for r in (holder, first, second)]
         assert statuses == ["success", "interrupted", "success"]
         assert (await worker.threads.get(tid)).status == "idle"
-        assert (await _events(worker, first)) == [
+        assert (await stream_events(worker, first)) == [
             ("end", {"run_id": first, "status": "interrupted"})
         ]
 
