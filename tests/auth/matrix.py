@@ -95,6 +95,8 @@ THREAD_ROUTES: tuple[Route, ...] = (
         json=lambda s: {"message_id": "no-such-turn"},
         expect=_ok(409),
     ),
+    Route(name="token usage (DeerFlow)", method="GET", path="/api/threads/{tid}/token-usage"),
+    Route(name="state under /api", method="GET", path="/api/threads/{tid}/state"),
     # summarization is off on this server: the owner's compaction is DeerFlow's 409
     Route(
         name="compact (DeerFlow)",

@@ -87,6 +87,12 @@ RUN_ROUTES: tuple[RunRoute, ...] = (
     ),
     RunRoute(name="run journal", method="GET", path="/api/threads/{tid}/runs/{rid}/events"),
     RunRoute(name="run changes", method="GET", path="/api/threads/{tid}/runs/{rid}/changes"),
+    RunRoute(
+        name="run changes (DeerFlow)",
+        method="GET",
+        path="/api/threads/{tid}/runs/{rid}/workspace-changes",
+    ),
+    RunRoute(name="list runs under /api", method="GET", path="/api/threads/{tid}/runs"),
     RunRoute(name="delete run", method="DELETE", path="/threads/{tid}/runs/{rid}", expect=_ok(204)),
     RunRoute(
         name="cancel run",
