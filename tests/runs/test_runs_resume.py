@@ -228,5 +228,7 @@ async def test_heartbeats_while_the_run_is_idle(tuned: LiveServer, stub: Any, ke
     in_silence = [(i, t) for i, t in beats if i >= quiet_from]
     assert [i for i, _ in in_silence] == list(range(quiet_from, quiet_from + len(in_silence)))
     assert len(in_silence) >= 3
+    # no silence longer than a few beat periods (the client may read two beats in one go on
+    # a loaded machine, so a short interval says nothing)
     intervals = [b - a for (_, a), (_, b) in zip(in_silence, in_silence[1:], strict=False)]
-    assert all(0.1 < i < 0.8 for i in intervals), intervals
+    assert all(i < 0.8 for i in intervals), intervals
